@@ -1,0 +1,5 @@
+export * from './errors';
+export * from './instance';
+export * from './heartbeat';
+export * from './events';
+export * from './proxy';

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+
+export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_.:@\-]{1,200}$/;
+
+/** The OpenAI routes an instance serves unless it says otherwise. */
+export const DEFAULT_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
+
+const httpUrl = z
+  .string()
+  .max(2048)
+  .refine((value) => URL.canParse(value), { message: 'must be an absolute URL' })
+  .refine((value) => !URL.canParse(value) || ['http:', 'https:'].includes(new URL(value).protocol), {
+    message: 'scheme must be http or https',
+  });
+
+const name = z.string().min(1).max(256);
+
+export const instanceRegistrationSchema = z
+  .object({
+    instance_id: z.string().regex(INSTANCE_ID_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 _ . : @ -').optional(),
+    url: httpUrl.optional(),
+    host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.\-\[\]:]+$/, 'must be a hostname or IP address').optional(),
+    port: z.number().int().min(1).max(65535).optional(),
+    models: z.array(name).min(1, 'must list at least one model').max(256),
+    endpoints: z.array(z.string().startsWith('/', 'must start with /').max(256)).max(64).optional(),
+    tags: z.array(name).max(64).default([]),
+    weight: z.number().positive().max(1000).default(1),
+    max_inflight: z.number().int().min(1).max(1_000_000).optional(),
+    meta: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    if (value.url !== undefined && (value.host !== undefined || value.port !== undefined)) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['url'], message: 'give either url or host+port, not both' });
+    } else if (value.url === undefined) {
+      if (value.host === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['url'], message: 'required (or host and port)' });
+      } else if (value.port === undefined) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['port'], message: 'required with host' });
+      }
+    }
+  });
+
+export type InstanceRegistration = z.input<typeof instanceRegistrationSchema>;
+export type ParsedInstanceRegistration = z.output<typeof instanceRegistrationSchema>;
+
+/** What the registry keeps for an instance: everything but its live load. */
+export interface InstanceRecord {
+  instance_id: string;
+  url: string;
+  models: string[];
+  endpoints: string[];
+  tags: string[];
+  weight: number;
+  max_inflight: number | null;
+  meta: Record<string, unknown>;
+  ttl_s: number;
+  registered_at: number;
+}
+
+/** Load as measured: 0 means measured zero; null means unknown. */
+export interface InstanceLoad {
+  inflight: number;
+  qps_1m: number | null;
+  gpu_util: number | null;
+}
+
+/** Registry record plus liveness and load, as the store reports it (times in ms since epoch). */
+export interface InstanceState extends InstanceRecord {
+  last_seen_at: number;
+  is_alive: boolean;
+  load: InstanceLoad;
+  inflight_by_proxy: Record<string, number>;
+}
+
+/** The API's view of an instance (times as ISO strings). */
+export interface InstanceView {
+  instance_id: string;
+  url: string;
+  models: string[];
+  endpoints: string[];
+  tags: string[];
+  weight: number;
+  max_inflight: number | null;
+  meta: Record<string, unknown>;
+  is_alive: boolean;
+  registered_at: string;
+  last_seen_at: string;
+  ttl_s: number;
+  load: InstanceLoad;
+}
+
+export interface RegistrationResponse {
+  instance_id: string;
+  heartbeat_interval_s: number;
+  ttl_s: number;
+}
+
+/** Heartbeat cadence for a TTL: three beats per TTL, between 1 and 10 seconds. */
+export function heartbeatIntervalS(ttlS: number): number {
+  return Math.min(10, Math.max(1, Math.floor(ttlS / 3)));
+}
+
+/** Turns a validated registration into a registry record (defaults applied, id derived). */
+export function toInstanceRecord(reg: ParsedInstanceRegistration, ttlS: number, now: number): InstanceRecord {
+  let url: string;
+  let host: string;
+  let port: number;
+  if (reg.url !== undefined) {
+    const parsed = new URL(reg.url);
+    host = parsed.hostname;
+    port = parsed.port ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80;
+    url = reg.url.replace(/\/+$/, '');
+  } else {
+    host = reg.host as string;
+    port = reg.port as number;
+    url = `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
+  }
+  return {
+    instance_id: reg.instance_id ?? `hp_${host}:${port}`,
+    url,
+    models: [...new Set(reg.models)],
+    endpoints: reg.endpoints ?? [...DEFAULT_ENDPOINTS],
+    tags: reg.tags,
+    weight: reg.weight,
+    max_inflight: reg.max_inflight ?? null,
+    meta: reg.meta,
+    ttl_s: ttlS,
+    registered_at: now,
+  };
+}
+
+export function toInstanceView(state: InstanceState): InstanceView {
+  return {
+    instance_id: state.instance_id,
+    url: state.url,
+    models: state.models,
+    endpoints: state.endpoints,
+    tags: state.tags,
+    weight: state.weight,
+    max_inflight: state.max_inflight,
+    meta: state.meta,
+    is_alive: state.is_alive,
+    registered_at: new Date(state.registered_at).toISOString(),
+    last_seen_at: new Date(state.last_seen_at).toISOString(),
+    ttl_s: state.ttl_s,
+    load: state.load,
+  };
+}

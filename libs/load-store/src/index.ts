@@ -1,0 +1,3 @@
+export * from './load-store';
+export * from './memory-load-store';
+export * from './redis-load-store';

@@ -1,0 +1,279 @@
+import type { InstanceRecord } from '@switchyard/contracts';
+import type { LoadStore } from './load-store';
+
+type NewRecord = Omit<InstanceRecord, 'registered_at'>;
+
+export function record(id: string, extra: Partial<NewRecord> = {}): NewRecord {
+  return {
+    instance_id: id,
+    url: `http://127.0.0.1:${9000 + id.length}`,
+    models: ['m'],
+    endpoints: ['/v1/chat/completions'],
+    tags: [],
+    weight: 1,
+    max_inflight: null,
+    meta: {},
+    ttl_s: 30,
+    ...extra,
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The shared contract: every LoadStore must pass these same cases. */
+export function describeLoadStoreContract(name: string, makeStore: () => Promise<LoadStore>, cleanup: (s: LoadStore) => Promise<void>) {
+  describe(`LoadStore contract: ${name}`, () => {
+    let store: LoadStore;
+    beforeEach(async () => {
+      store = await makeStore();
+    });
+    afterEach(async () => {
+      await cleanup(store);
+    });
+
+    const inflightOf = async (id: string) => (await store.getInstance(id))?.load.inflight;
+
+    it('starts a new instance at inflight 0 with unknown qps and gpu', async () => {
+      const { created, state } = await store.register(record('a'));
+      expect(created).toBe(true);
+      expect(state.load).toEqual({ inflight: 0, qps_1m: null, gpu_util: null });
+      expect(state.is_alive).toBe(true);
+      expect(state.registered_at).toBeGreaterThan(0);
+    });
+
+    it('keeps the live count and registered_at when a live instance re-registers, and applies new fields', async () => {
+      const first = await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      const again = await store.register(record('a', { models: ['m', 'n'], weight: 3 }));
+      expect(again.created).toBe(false);
+      expect(again.state.load.inflight).toBe(2);
+      expect(again.state.weight).toBe(3);
+      expect(again.state.registered_at).toBe(first.state.registered_at);
+      expect((await store.acquire({ proxyId: 'p1', model: 'n', strategy: 'least_load' })).kind).toBe('acquired');
+    });
+
+    it('drops an instance from a model it no longer serves on re-registration', async () => {
+      await store.register(record('a', { models: ['m', 'n'] }));
+      await store.register(record('a', { models: ['n'] }));
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('unknown_model');
+    });
+
+    it('records heartbeat metrics without touching inflight', async () => {
+      await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(await store.heartbeat('a', { qps_1m: 4.5, gpu_util: 70 })).toBe(true);
+      expect((await store.getInstance('a'))?.load).toEqual({ inflight: 1, qps_1m: 4.5, gpu_util: 70 });
+      expect(await store.heartbeat('a', { qps_1m: 0 })).toBe(true);
+      expect((await store.getInstance('a'))?.load).toEqual({ inflight: 1, qps_1m: 0, gpu_util: 70 });
+    });
+
+    it('answers false to a heartbeat for an unknown instance', async () => {
+      expect(await store.heartbeat('ghost', {})).toBe(false);
+      expect(await store.listInstances()).toEqual([]);
+    });
+
+    it('turns an instance dead after its TTL and stops selecting it; a heartbeat revives it', async () => {
+      await store.register(record('short', { ttl_s: 0.3 }));
+      await store.register(record('long'));
+      await sleep(450);
+      expect((await store.getInstance('short'))?.is_alive).toBe(false);
+      for (let i = 0; i < 4; i++) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
+        expect(r).toMatchObject({ kind: 'acquired', instance_id: 'long' });
+      }
+      await store.heartbeat('short', {});
+      expect((await store.getInstance('short'))?.is_alive).toBe(true);
+    });
+
+    it('reports unknown model, none alive and all full distinctly', async () => {
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('unknown_model');
+      await store.register(record('a', { ttl_s: 0.2, max_inflight: 1 }));
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('acquired');
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('all_full');
+      await sleep(300);
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('none_alive');
+    });
+
+    it('picks the least loaded, honours weight, max_inflight and exclusions', async () => {
+      await store.register(record('a', { max_inflight: 1 }));
+      await store.register(record('b', { weight: 2 }));
+      await store.register(record('c'));
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+        if (r.kind === 'acquired') ids.push(r.instance_id);
+      }
+      // a: capped at 1; b: weight 2 takes twice c's share
+      expect(ids.filter((x) => x === 'a')).toHaveLength(1);
+      expect(ids.filter((x) => x === 'b')).toHaveLength(3);
+      expect(ids.filter((x) => x === 'c')).toHaveLength(2);
+      const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', exclude: ['b'] });
+      expect(r).toMatchObject({ kind: 'acquired', instance_id: 'c' });
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', exclude: ['a', 'b', 'c'] })).kind).toBe('none_alive');
+    });
+
+    it('breaks in-flight ties by qps_1m, then round-robins, so a new instance gets traffic at once', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      await store.heartbeat('a', { qps_1m: 10 });
+      await store.heartbeat('b', { qps_1m: 1 });
+      const first = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(first).toMatchObject({ instance_id: 'b', url: record('b').url, inflight: 1 });
+      await store.release('p1', 'b');
+      await store.register(record('c'));
+      const next = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(next).toMatchObject({ instance_id: 'c' });
+    });
+
+    it('round_robin cycles through every alive instance', async () => {
+      for (const id of ['a', 'b', 'c']) await store.register(record(id));
+      const seen = new Set<string>();
+      for (let i = 0; i < 3; i++) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
+        if (r.kind === 'acquired') seen.add(r.instance_id);
+      }
+      expect([...seen].sort()).toEqual(['a', 'b', 'c']);
+    });
+
+    it('random and power_of_two pick alive instances', async () => {
+      for (const id of ['a', 'b']) await store.register(record(id));
+      for (const strategy of ['random', 'power_of_two'] as const) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy });
+        expect(['a', 'b']).toContain(r.kind === 'acquired' ? r.instance_id : r.kind);
+      }
+    });
+
+    it('is atomic: many parallel acquirers on equal loads spread exactly and the counts equal the acquisitions', async () => {
+      const ids = ['a', 'b', 'c', 'd'];
+      for (const id of ids) await store.register(record(id));
+      const n = 200;
+      const results = await Promise.all(
+        Array.from({ length: n }, (_, i) => store.acquire({ proxyId: `p${i % 5}`, model: 'm', strategy: 'least_load' })),
+      );
+      const taken = new Map<string, number>();
+      for (const r of results) {
+        expect(r.kind).toBe('acquired');
+        if (r.kind === 'acquired') taken.set(r.instance_id, (taken.get(r.instance_id) ?? 0) + 1);
+      }
+      const states = await store.listInstances();
+      expect(states.reduce((s, x) => s + x.load.inflight, 0)).toBe(n);
+      for (const s of states) {
+        // No two acquirers took the same stale minimum: least_load keeps equal instances exactly even.
+        expect(s.load.inflight).toBe(n / ids.length);
+        expect(s.load.inflight).toBe(taken.get(s.instance_id));
+        expect(Object.values(s.inflight_by_proxy).reduce((a, b) => a + b, 0)).toBe(s.load.inflight);
+      }
+      // The seen counts after acquisition are all distinct per instance: 1..50 each.
+      for (const id of ids) {
+        const counts = results.filter((r) => r.kind === 'acquired' && r.instance_id === id).map((r) => (r as { inflight: number }).inflight);
+        expect(counts.sort((x, y) => x - y)).toEqual(Array.from({ length: n / ids.length }, (_, i) => i + 1));
+      }
+    });
+
+    it('releases exactly once per acquisition and never below 0', async () => {
+      await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(await store.release('p1', 'a')).toBe(0);
+      expect(await store.release('p1', 'a')).toBeNull();
+      expect(await store.release('p2', 'a')).toBeNull();
+      expect(await inflightOf('a')).toBe(0);
+    });
+
+    it('only lets a proxy release its own contribution', async () => {
+      await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(await store.release('p2', 'a')).toBeNull();
+      expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ p1: 1 });
+    });
+
+    it('never resurrects a removed instance on release, and a re-registered one starts at 0', async () => {
+      await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      expect(await store.remove('a')).toBe(true);
+      expect(await store.remove('a')).toBe(false);
+      expect(await store.release('p1', 'a')).toBeNull();
+      expect(await store.getInstance('a')).toBeNull();
+      expect(await store.listInstances()).toEqual([]);
+      await store.register(record('a'));
+      expect(await inflightOf('a')).toBe(0);
+      expect(await store.release('p1', 'a')).toBeNull();
+      expect(await inflightOf('a')).toBe(0);
+    });
+
+    it('keeps each instance count equal to the sum of per-proxy contributions', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      for (let i = 0; i < 3; i++) await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      for (let i = 0; i < 3; i++) await store.acquire({ proxyId: 'p2', model: 'm', strategy: 'least_load' });
+      for (const s of await store.listInstances()) {
+        expect(Object.values(s.inflight_by_proxy).reduce((x, y) => x + y, 0)).toBe(s.load.inflight);
+      }
+      expect((await store.listInstances()).reduce((x, s) => x + s.load.inflight, 0)).toBe(6);
+    });
+
+    it('reconciles a proxy contribution from its local truth', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      await store.acquire({ proxyId: 'p2', model: 'm', strategy: 'least_load' });
+      await store.reconcile('p1', { a: 3, b: 1, ghost: 4 });
+      expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ p1: 3 });
+      expect((await store.getInstance('b'))?.inflight_by_proxy).toEqual({ p1: 1, p2: 1 });
+      expect(await inflightOf('a')).toBe(3);
+      expect(await inflightOf('b')).toBe(2);
+      await store.reconcile('p1', {});
+      expect(await inflightOf('a')).toBe(0);
+      expect(await inflightOf('b')).toBe(1);
+      expect(await store.getInstance('ghost')).toBeNull();
+    });
+
+    it('removes an expired proxy lease with its contributions, and keeps live ones', async () => {
+      await store.register(record('a'));
+      await store.renewLease({ proxy_id: 'dead', inflight_http: 2, queued: {}, draining: false, degraded: false }, 200);
+      await store.renewLease({ proxy_id: 'live', inflight_http: 1, queued: { m: 1 }, draining: true, degraded: false }, 30_000);
+      await store.acquire({ proxyId: 'dead', model: 'm', strategy: 'least_load' });
+      await store.acquire({ proxyId: 'dead', model: 'm', strategy: 'least_load' });
+      await store.acquire({ proxyId: 'live', model: 'm', strategy: 'least_load' });
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await sleep(300);
+      expect((await store.listProxies()).map((p) => [p.proxy_id, p.alive])).toEqual([
+        ['dead', false],
+        ['live', true],
+      ]);
+      expect(await store.reapExpiredLeases()).toEqual(['dead']);
+      expect(await inflightOf('a')).toBe(1);
+      expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ live: 1 });
+      const proxies = await store.listProxies();
+      expect(proxies).toHaveLength(1);
+      expect(proxies[0]).toMatchObject({ proxy_id: 'live', inflight_http: 1, queued: { m: 1 }, draining: true, alive: true });
+      // A release after the reap does not double-subtract.
+      expect(await store.release('dead', 'a')).toBeNull();
+      expect(await inflightOf('a')).toBe(1);
+    });
+
+    it('drops a lease and its contributions at once', async () => {
+      await store.register(record('a'));
+      await store.renewLease({ proxy_id: 'p1', inflight_http: 0, queued: {}, draining: true, degraded: false }, 30_000);
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      await store.dropLease('p1');
+      expect(await inflightOf('a')).toBe(0);
+      expect(await store.listProxies()).toEqual([]);
+    });
+
+    it('versions the registry snapshot on every change', async () => {
+      const v0 = (await store.snapshot()).version;
+      await store.register(record('a'));
+      const s1 = await store.snapshot();
+      expect(s1.version).toBeGreaterThan(v0);
+      expect(s1.instances.map((i) => i.instance_id)).toEqual(['a']);
+      expect(s1.instances[0]).toEqual({ ...record('a'), registered_at: s1.instances[0].registered_at });
+      await store.heartbeat('a', { qps_1m: 1 });
+      expect((await store.snapshot()).version).toBe(s1.version);
+      await store.remove('a');
+      const s2 = await store.snapshot();
+      expect(s2.version).toBeGreaterThan(s1.version);
+      expect(s2.instances).toEqual([]);
+    });
+  });
+}

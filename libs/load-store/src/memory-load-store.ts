@@ -1,0 +1,217 @@
+import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import { Candidate, pick } from '@switchyard/routing';
+import type { AcquireRequest, AcquireResult, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
+
+interface Entry {
+  record: InstanceRecord;
+  lastSeen: number;
+  qps: number | null;
+  gpu: number | null;
+  inflight: number;
+}
+
+interface Lease {
+  info: ProxyInfo;
+  expiresAt: number;
+  lastSeen: number;
+  contributions: Map<string, number>;
+}
+
+export interface MemoryLoadStoreOptions {
+  now?: () => number;
+  random?: () => number;
+}
+
+/** Single-process store: the same semantics as RedisLoadStore, held in this process. */
+export class MemoryLoadStore implements LoadStore {
+  private readonly instances = new Map<string, Entry>();
+  private readonly leases = new Map<string, Lease>();
+  private readonly tickets = new Map<string, number>();
+  private version = 0;
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(options: MemoryLoadStoreOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+  }
+
+  async register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult> {
+    const now = this.now();
+    const existing = this.instances.get(record.instance_id);
+    const entry: Entry = existing
+      ? { ...existing, record: { ...record, registered_at: existing.record.registered_at }, lastSeen: now }
+      : { record: { ...record, registered_at: now }, lastSeen: now, qps: null, gpu: null, inflight: 0 };
+    this.instances.set(record.instance_id, entry);
+    this.version += 1;
+    return { created: !existing, state: this.toState(entry, now) };
+  }
+
+  async heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<boolean> {
+    const entry = this.instances.get(instanceId);
+    if (!entry) return false;
+    entry.lastSeen = this.now();
+    if (update.qps_1m !== undefined) entry.qps = update.qps_1m;
+    if (update.gpu_util !== undefined) entry.gpu = update.gpu_util;
+    return true;
+  }
+
+  async remove(instanceId: string): Promise<boolean> {
+    if (!this.instances.delete(instanceId)) return false;
+    for (const lease of this.leases.values()) lease.contributions.delete(instanceId);
+    this.version += 1;
+    return true;
+  }
+
+  async getInstance(instanceId: string): Promise<InstanceState | null> {
+    const entry = this.instances.get(instanceId);
+    return entry ? this.toState(entry, this.now()) : null;
+  }
+
+  async listInstances(): Promise<InstanceState[]> {
+    const now = this.now();
+    return [...this.instances.values()].map((e) => this.toState(e, now)).sort(byId);
+  }
+
+  async snapshot(): Promise<RegistrySnapshot> {
+    const instances = [...this.instances.values()].map((e) => e.record).sort(byId);
+    return { version: this.version, generated_at: this.now(), instances };
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireResult> {
+    const now = this.now();
+    const exclude = new Set(request.exclude ?? []);
+    const serving = [...this.instances.values()].filter((e) => e.record.models.includes(request.model));
+    if (serving.length === 0) return { kind: 'unknown_model' };
+    const candidates: Candidate[] = serving
+      .filter((e) => !exclude.has(e.record.instance_id))
+      .map((e) => ({
+        instance_id: e.record.instance_id,
+        inflight: e.inflight,
+        qps_1m: e.qps,
+        weight: e.record.weight,
+        max_inflight: e.record.max_inflight,
+        is_alive: isAlive(e, now),
+      }));
+    const ticket = this.tickets.get(request.model) ?? 0;
+    this.tickets.set(request.model, ticket + 1);
+    const outcome = pick(request.strategy, candidates, { ticket, rand1: this.random(), rand2: this.random() });
+    if (outcome.kind !== 'picked') return outcome;
+    const entry = this.instances.get(outcome.instance_id) as Entry;
+    entry.inflight += 1;
+    const contributions = this.leaseOf(request.proxyId, now).contributions;
+    contributions.set(outcome.instance_id, (contributions.get(outcome.instance_id) ?? 0) + 1);
+    return { kind: 'acquired', instance_id: outcome.instance_id, url: entry.record.url, inflight: entry.inflight };
+  }
+
+  async release(proxyId: string, instanceId: string): Promise<number | null> {
+    const contributions = this.leases.get(proxyId)?.contributions;
+    const held = contributions?.get(instanceId) ?? 0;
+    if (!contributions || held <= 0) return null;
+    if (held === 1) contributions.delete(instanceId);
+    else contributions.set(instanceId, held - 1);
+    const entry = this.instances.get(instanceId);
+    if (!entry) return null;
+    entry.inflight = Math.max(0, entry.inflight - 1);
+    return entry.inflight;
+  }
+
+  async reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void> {
+    const lease = this.leaseOf(proxyId, this.now());
+    const ids = new Set([...lease.contributions.keys(), ...Object.keys(counts)]);
+    const next = new Map<string, number>();
+    for (const id of ids) {
+      const entry = this.instances.get(id);
+      if (!entry) continue;
+      const want = Math.max(0, Math.floor(counts[id] ?? 0));
+      entry.inflight = Math.max(0, entry.inflight + want - (lease.contributions.get(id) ?? 0));
+      if (want > 0) next.set(id, want);
+    }
+    lease.contributions = next;
+  }
+
+  async renewLease(info: ProxyInfo, ttlMs: number): Promise<void> {
+    const now = this.now();
+    const lease = this.leaseOf(info.proxy_id, now);
+    lease.info = { ...info };
+    lease.expiresAt = now + ttlMs;
+    lease.lastSeen = now;
+  }
+
+  async dropLease(proxyId: string): Promise<void> {
+    const lease = this.leases.get(proxyId);
+    if (!lease) return;
+    this.subtract(lease);
+    this.leases.delete(proxyId);
+  }
+
+  async reapExpiredLeases(): Promise<string[]> {
+    const now = this.now();
+    const reaped: string[] = [];
+    for (const [proxyId, lease] of this.leases) {
+      if (lease.expiresAt < now) {
+        this.subtract(lease);
+        this.leases.delete(proxyId);
+        reaped.push(proxyId);
+      }
+    }
+    return reaped.sort();
+  }
+
+  async listProxies(): Promise<ProxyState[]> {
+    const now = this.now();
+    return [...this.leases.values()]
+      .map((l) => ({ ...l.info, alive: l.expiresAt >= now, lease_expires_at: l.expiresAt, last_seen_at: l.lastSeen }))
+      .sort((a, b) => (a.proxy_id < b.proxy_id ? -1 : 1));
+  }
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {}
+
+  /** A proxy that acquires before its first renewal gets a lease that is already due, as in Redis. */
+  private leaseOf(proxyId: string, now: number): Lease {
+    let lease = this.leases.get(proxyId);
+    if (!lease) {
+      lease = {
+        info: { proxy_id: proxyId, inflight_http: 0, queued: {}, draining: false, degraded: false },
+        expiresAt: now,
+        lastSeen: now,
+        contributions: new Map(),
+      };
+      this.leases.set(proxyId, lease);
+    }
+    return lease;
+  }
+
+  private subtract(lease: Lease): void {
+    for (const [id, n] of lease.contributions) {
+      const entry = this.instances.get(id);
+      if (entry) entry.inflight = Math.max(0, entry.inflight - n);
+    }
+    lease.contributions.clear();
+  }
+
+  private toState(entry: Entry, now: number): InstanceState {
+    const byProxy: Record<string, number> = {};
+    for (const [proxyId, lease] of this.leases) {
+      const n = lease.contributions.get(entry.record.instance_id);
+      if (n) byProxy[proxyId] = n;
+    }
+    return {
+      ...entry.record,
+      last_seen_at: entry.lastSeen,
+      is_alive: isAlive(entry, now),
+      load: { inflight: entry.inflight, qps_1m: entry.qps, gpu_util: entry.gpu },
+      inflight_by_proxy: byProxy,
+    };
+  }
+}
+
+function isAlive(entry: Entry, now: number): boolean {
+  return now - entry.lastSeen <= entry.record.ttl_s * 1000;
+}
+
+function byId<T extends { instance_id: string }>(a: T, b: T): number {
+  return a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0;
+}

@@ -1,0 +1,239 @@
+/**
+ * Lua scripts of RedisLoadStore. Every key of a pool shares one hash tag
+ * (`sy:{pool}:…`), so a script touches one slot; KEYS[1] names the pool's
+ * registry hash for routing, the rest are built from the prefix in ARGV[1].
+ * Times come from Redis TIME, so every proxy and the control plane share one clock.
+ */
+
+const NOW = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+/** ARGV: prefix, id, record JSON, url, weight, max_inflight ('' = none), ttl_ms, models JSON. Returns 1 when created. */
+export const REGISTER = `${NOW}
+local p, id = ARGV[1], ARGV[2]
+local now = now_ms()
+local created = 0
+local old = redis.call('HGET', p .. 'models', id)
+if old then
+  for _, m in ipairs(cjson.decode(old)) do redis.call('SREM', p .. 'model:' .. m, id) end
+else
+  created = 1
+  redis.call('HSET', p .. 'reg', id, now)
+  redis.call('HSET', p .. 'inflight', id, 0)
+end
+redis.call('HSET', p .. 'rec', id, ARGV[3])
+redis.call('HSET', p .. 'url', id, ARGV[4])
+redis.call('HSET', p .. 'w', id, ARGV[5])
+if ARGV[6] == '' then redis.call('HDEL', p .. 'max', id) else redis.call('HSET', p .. 'max', id, ARGV[6]) end
+redis.call('HSET', p .. 'ttl', id, ARGV[7])
+redis.call('HSET', p .. 'models', id, ARGV[8])
+for _, m in ipairs(cjson.decode(ARGV[8])) do redis.call('SADD', p .. 'model:' .. m, id) end
+redis.call('HSET', p .. 'seen', id, now)
+redis.call('HSET', p .. 'exp', id, now + tonumber(ARGV[7]))
+redis.call('INCR', p .. 'ver')
+return created
+`;
+
+/** ARGV: prefix, id, qps_1m ('' = not given), gpu_util ('' = not given). Returns 0 when unknown. */
+export const HEARTBEAT = `${NOW}
+local p, id = ARGV[1], ARGV[2]
+local ttl = redis.call('HGET', p .. 'ttl', id)
+if not ttl then return 0 end
+local now = now_ms()
+redis.call('HSET', p .. 'seen', id, now)
+redis.call('HSET', p .. 'exp', id, now + tonumber(ttl))
+if ARGV[3] ~= '' then redis.call('HSET', p .. 'qps', id, ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('HSET', p .. 'gpu', id, ARGV[4]) end
+return 1
+`;
+
+/** ARGV: prefix, id. Returns 0 when unknown. Drops every proxy's contribution to the instance. */
+export const REMOVE = `
+local p, id = ARGV[1], ARGV[2]
+local models = redis.call('HGET', p .. 'models', id)
+if not models then return 0 end
+for _, m in ipairs(cjson.decode(models)) do redis.call('SREM', p .. 'model:' .. m, id) end
+for _, h in ipairs({'rec', 'url', 'w', 'max', 'ttl', 'models', 'seen', 'exp', 'qps', 'gpu', 'reg', 'inflight'}) do
+  redis.call('HDEL', p .. h, id)
+end
+for _, proxy in ipairs(redis.call('ZRANGE', p .. 'leases', 0, -1)) do
+  redis.call('HDEL', p .. 'contrib:' .. proxy, id)
+end
+redis.call('INCR', p .. 'ver')
+return 1
+`;
+
+/**
+ * Select-and-acquire in one step. ARGV: prefix, model, strategy, proxy, rand1, rand2, exclude JSON.
+ * Returns {1, id, url, inflight} or {code}: 0 unknown model, -1 none alive, -2 all full.
+ * The pick mirrors libs/routing pick(); the store contract suite holds both to the same cases.
+ */
+export const ACQUIRE = `${NOW}
+local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local ids = redis.call('SMEMBERS', p .. 'model:' .. model)
+if #ids == 0 then return {0} end
+local excluded = {}
+for _, id in ipairs(cjson.decode(ARGV[7])) do excluded[id] = true end
+table.sort(ids)
+local now = now_ms()
+local inf = redis.call('HMGET', p .. 'inflight', unpack(ids))
+local exp = redis.call('HMGET', p .. 'exp', unpack(ids))
+local qps = redis.call('HMGET', p .. 'qps', unpack(ids))
+local w = redis.call('HMGET', p .. 'w', unpack(ids))
+local mx = redis.call('HMGET', p .. 'max', unpack(ids))
+local open = {}
+local alive = 0
+for i, id in ipairs(ids) do
+  if not excluded[id] and exp[i] and tonumber(exp[i]) >= now then
+    alive = alive + 1
+    local n = tonumber(inf[i]) or 0
+    if not mx[i] or n < tonumber(mx[i]) then
+      local weight = tonumber(w[i]) or 1
+      open[#open + 1] = { id = id, s = n / weight, q = (tonumber(qps[i]) or 0) / weight }
+    end
+  end
+end
+if alive == 0 then return {-1} end
+if #open == 0 then return {-2} end
+local ticket = redis.call('HINCRBY', p .. 'rr', model, 1) - 1
+local n = #open
+local chosen
+if strategy == 'round_robin' then
+  chosen = open[(ticket % n) + 1]
+elseif strategy == 'random' then
+  chosen = open[math.floor(tonumber(ARGV[5]) * n) + 1]
+elseif strategy == 'power_of_two' then
+  if n == 1 then
+    chosen = open[1]
+  else
+    local a = math.floor(tonumber(ARGV[5]) * n)
+    local b = math.floor(tonumber(ARGV[6]) * (n - 1))
+    if b >= a then b = b + 1 end
+    chosen = open[a + 1]
+    if open[b + 1].s < chosen.s then chosen = open[b + 1] end
+  end
+else
+  local best, bestq, ties = math.huge, math.huge, {}
+  for _, c in ipairs(open) do
+    if c.s < best or (c.s == best and c.q < bestq) then
+      best, bestq, ties = c.s, c.q, { c }
+    elseif c.s == best and c.q == bestq then
+      ties[#ties + 1] = c
+    end
+  end
+  chosen = ties[(ticket % #ties) + 1]
+end
+local count = redis.call('HINCRBY', p .. 'inflight', chosen.id, 1)
+redis.call('HINCRBY', p .. 'contrib:' .. proxy, chosen.id, 1)
+redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
+return {1, chosen.id, redis.call('HGET', p .. 'url', chosen.id), count}
+`;
+
+/** ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there. */
+export const RELEASE = `
+local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
+local key = p .. 'contrib:' .. proxy
+local held = tonumber(redis.call('HGET', key, id) or '0')
+if held <= 0 then return -1 end
+if held == 1 then redis.call('HDEL', key, id) else redis.call('HINCRBY', key, id, -1) end
+if redis.call('HEXISTS', p .. 'rec', id) == 0 then return -1 end
+local count = redis.call('HINCRBY', p .. 'inflight', id, -1)
+if count < 0 then
+  redis.call('HSET', p .. 'inflight', id, 0)
+  count = 0
+end
+return count
+`;
+
+const SUBTRACT = `
+local function subtract(p, proxy)
+  local key = p .. 'contrib:' .. proxy
+  local flat = redis.call('HGETALL', key)
+  for i = 1, #flat, 2 do
+    local id = flat[i]
+    if redis.call('HEXISTS', p .. 'rec', id) == 1 then
+      local count = redis.call('HINCRBY', p .. 'inflight', id, -tonumber(flat[i + 1]))
+      if count < 0 then redis.call('HSET', p .. 'inflight', id, 0) end
+    end
+  end
+  redis.call('DEL', key)
+end
+`;
+
+/** ARGV: prefix, proxy, counts JSON {id: n}. Rewrites the proxy's contributions from its local truth. */
+export const RECONCILE = `${NOW}
+local p, proxy = ARGV[1], ARGV[2]
+local key = p .. 'contrib:' .. proxy
+local want = cjson.decode(ARGV[3])
+local have = {}
+local flat = redis.call('HGETALL', key)
+for i = 1, #flat, 2 do have[flat[i]] = tonumber(flat[i + 1]) end
+for id, _ in pairs(want) do if have[id] == nil then have[id] = 0 end end
+redis.call('DEL', key)
+for id, old in pairs(have) do
+  if redis.call('HEXISTS', p .. 'rec', id) == 1 then
+    local new = math.max(0, math.floor(tonumber(want[id]) or 0))
+    if new ~= old then
+      local count = redis.call('HINCRBY', p .. 'inflight', id, new - old)
+      if count < 0 then redis.call('HSET', p .. 'inflight', id, 0) end
+    end
+    if new > 0 then redis.call('HSET', key, id, new) end
+  end
+end
+redis.call('ZADD', p .. 'leases', 'NX', now_ms(), proxy)
+return 1
+`;
+
+/** ARGV: prefix, proxy, ttl_ms, info JSON. */
+export const RENEW_LEASE = `${NOW}
+local p, proxy = ARGV[1], ARGV[2]
+local now = now_ms()
+redis.call('ZADD', p .. 'leases', now + tonumber(ARGV[3]), proxy)
+redis.call('HSET', p .. 'lease_info', proxy, ARGV[4])
+redis.call('HSET', p .. 'lease_seen', proxy, now)
+return now
+`;
+
+/** ARGV: prefix, proxy. */
+export const DROP_LEASE = `${SUBTRACT}
+local p, proxy = ARGV[1], ARGV[2]
+subtract(p, proxy)
+redis.call('ZREM', p .. 'leases', proxy)
+redis.call('HDEL', p .. 'lease_info', proxy)
+redis.call('HDEL', p .. 'lease_seen', proxy)
+return 1
+`;
+
+/** ARGV: prefix. Returns the reaped proxy ids. */
+export const REAP = `${NOW}${SUBTRACT}
+local p = ARGV[1]
+local expired = redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' .. now_ms())
+for _, proxy in ipairs(expired) do
+  subtract(p, proxy)
+  redis.call('ZREM', p .. 'leases', proxy)
+  redis.call('HDEL', p .. 'lease_info', proxy)
+  redis.call('HDEL', p .. 'lease_seen', proxy)
+end
+return expired
+`;
+
+/** ARGV: prefix. One consistent read of the whole pool: {now, ver, rec, reg, seen, exp, qps, gpu, inflight, leases, lease_info, lease_seen, {proxy, contrib}...}. */
+export const DUMP = `${NOW}
+local p = ARGV[1]
+local out = { now_ms(), tonumber(redis.call('GET', p .. 'ver') or '0') }
+for _, h in ipairs({'rec', 'reg', 'seen', 'exp', 'qps', 'gpu', 'inflight'}) do
+  out[#out + 1] = redis.call('HGETALL', p .. h)
+end
+local leases = redis.call('ZRANGE', p .. 'leases', 0, -1, 'WITHSCORES')
+out[#out + 1] = leases
+out[#out + 1] = redis.call('HGETALL', p .. 'lease_info')
+out[#out + 1] = redis.call('HGETALL', p .. 'lease_seen')
+for i = 1, #leases, 2 do
+  out[#out + 1] = { leases[i], redis.call('HGETALL', p .. 'contrib:' .. leases[i]) }
+end
+return out
+`;

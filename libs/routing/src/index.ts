@@ -1,0 +1,2 @@
+export * from './strategy';
+export * from './pick';
