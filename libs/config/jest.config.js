@@ -1,1 +1,0 @@
-module.exports = { ...require('../../jest.preset.js'), displayName: require('path').basename(__dirname), rootDir: __dirname };
