@@ -1,0 +1,21 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { LoadStore } from '@switchyard/load-store';
+import { AppModule } from './app.module';
+import type { ControlPlaneConfig } from './config';
+
+/** Admin bodies are small; anything larger is refused with 413. */
+const BODY_LIMIT_BYTES = 256 * 1024;
+
+export async function createControlPlane(config: ControlPlaneConfig, store: LoadStore): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, store), new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }), {
+    logger: ['log', 'warn', 'error'],
+  });
+  if (!config.ADMIN_TOKEN) {
+    new Logger('security').warn('ADMIN_TOKEN is not set: the admin API is open to anyone who can reach this port');
+  }
+  app.enableShutdownHooks();
+  return app;
+}

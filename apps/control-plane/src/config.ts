@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+const schema = z.object({
+  PORT: z.coerce.number().int().min(1).max(65535).default(8081),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  ADMIN_TOKEN: z.string().min(1).optional(),
+  INSTANCE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(30),
+});
+
+export type ControlPlaneConfig = z.infer<typeof schema>;
+
+/** Parses the environment once; a bad value throws with the variable's name. */
+export function loadControlPlaneConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
+  const r = schema.safeParse(env);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  return r.data;
+}

@@ -1,0 +1,46 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { waitForPort } from '@switchyard/testing';
+
+const ROOT = path.resolve(__dirname, '../../..');
+
+/** Runs an app's entry file as a real process, the way `npm run start:*` does. */
+export class AppProcess {
+  private child?: ChildProcess;
+  output = '';
+
+  constructor(private readonly entry: string, private readonly env: Record<string, string>) {}
+
+  async start(port: number): Promise<this> {
+    this.child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, this.entry)], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env, PORT: String(port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout?.on('data', (d) => (this.output += d));
+    this.child.stderr?.on('data', (d) => (this.output += d));
+    await waitForPort(port, 20_000);
+    return this;
+  }
+
+  /** Runs to exit (for config errors) and resolves with the exit code. */
+  runToExit(): Promise<number | null> {
+    this.child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, this.entry)], {
+      cwd: ROOT,
+      env: { ...process.env, ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout?.on('data', (d) => (this.output += d));
+    this.child.stderr?.on('data', (d) => (this.output += d));
+    return new Promise((resolve) => this.child?.once('exit', (code) => resolve(code)));
+  }
+
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+    });
+  }
+}
