@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { ClientsModule, Transport } from '@nestjs/microservices';
 import type { LoadStore } from '@switchyard/load-store';
 import { OpenAiErrorFilter } from './common/openai-error.filter';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from './common/tokens';
@@ -7,19 +8,35 @@ import type { ControlPlaneConfig } from './config';
 import { HealthController } from './health/health.controller';
 import { InstancesController } from './instances/instances.controller';
 import { InstancesService } from './instances/instances.service';
+import { REGISTRY_EVENTS_CLIENT, RegistryEventsService } from './events/registry-events.service';
 
 @Module({})
 export class AppModule {
   static forRoot(config: ControlPlaneConfig, store: LoadStore): DynamicModule {
     return {
       module: AppModule,
+      imports: [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])],
       controllers: [InstancesController, HealthController],
       providers: [
         { provide: CONTROL_PLANE_CONFIG, useValue: config },
         { provide: LOAD_STORE, useValue: store },
         { provide: APP_FILTER, useClass: OpenAiErrorFilter },
         InstancesService,
+        RegistryEventsService,
       ],
     };
   }
+}
+
+function redisTransportOptions(url: string) {
+  const u = new URL(url);
+  return {
+    host: u.hostname,
+    port: Number(u.port || 6379),
+    password: u.password ? decodeURIComponent(u.password) : undefined,
+    db: u.pathname.length > 1 ? Number(u.pathname.slice(1)) : undefined,
+    tls: u.protocol === 'rediss:' ? {} : undefined,
+    retryAttempts: 1_000_000,
+    retryDelay: 1000,
+  };
 }

@@ -1,5 +1,7 @@
 import { freePort, RedisServer } from '@switchyard/testing';
 import { RedisLoadStore } from '@switchyard/load-store';
+import Redis from 'ioredis';
+import { REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
 import { AppProcess } from './processes';
 
 jest.setTimeout(60_000);
@@ -118,6 +120,28 @@ describe('control plane as a process', () => {
     await call('POST', '/v1/instances', { instance_id: 'gone', url: 'http://127.0.0.1:9105', models: ['m5'] });
     expect((await call('DELETE', '/v1/instances/gone')).status).toBe(200);
     expect((await call('DELETE', '/v1/instances/gone')).status).toBe(404);
+  });
+
+  it('publishes a versioned full registry snapshot over the Redis transport on every change', async () => {
+    const sub = new Redis(redis.url);
+    const got: RegistrySnapshot[] = [];
+    await sub.subscribe(REGISTRY_SNAPSHOT_EVENT);
+    sub.on('message', (_channel, message) => got.push((JSON.parse(message) as { data: RegistrySnapshot }).data));
+    await call('POST', '/v1/instances', { instance_id: 'evented', url: 'http://127.0.0.1:9106', models: ['m6'] });
+    const deadline = Date.now() + 5000;
+    while (!got.some((s) => s.instances.some((i) => i.instance_id === 'evented')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const first = got.find((s) => s.instances.some((i) => i.instance_id === 'evented'));
+    expect(first).toBeDefined();
+    expect(first?.version).toBeGreaterThan(0);
+    await call('DELETE', '/v1/instances/evented');
+    const until = Date.now() + 5000;
+    while (!got.some((s) => s.version > (first?.version ?? 0)) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    const later = got.filter((s) => s.version > (first?.version ?? 0));
+    expect(later.length).toBeGreaterThan(0);
+    expect(later[later.length - 1].instances.some((i) => i.instance_id === 'evented')).toBe(false);
+    sub.disconnect();
   });
 
   it('stops at start on a bad config value, naming the variable', async () => {

@@ -12,6 +12,7 @@ import {
 import type { LoadStore } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
+import { RegistryEventsService } from '../events/registry-events.service';
 
 export const notFound = (id: string) =>
   new HttpException(errorBody(`instance '${id}' is not registered; register it again`, 'not_found_error', 'instance_not_found'), 404);
@@ -24,12 +25,14 @@ export class InstancesService {
   constructor(
     @Inject(LOAD_STORE) private readonly store: LoadStore,
     @Inject(CONTROL_PLANE_CONFIG) private readonly config: ControlPlaneConfig,
+    private readonly events: RegistryEventsService,
   ) {}
 
   async register(reg: ParsedInstanceRegistration): Promise<RegistrationResponse> {
     const ttl = this.config.INSTANCE_TTL_S;
     const { registered_at: _r, ...record } = toInstanceRecord(reg, ttl, 0);
     const { created } = await this.store.register(record);
+    void this.events.publish();
     this.logger.log(`${created ? 'registered' : 're-registered'} ${record.instance_id} at ${record.url} for ${record.models.join(',')}`);
     return { instance_id: record.instance_id, heartbeat_interval_s: heartbeatIntervalS(ttl), ttl_s: ttl };
   }
@@ -47,6 +50,7 @@ export class InstancesService {
 
   async remove(id: string): Promise<void> {
     if (!(await this.store.remove(id))) throw notFound(id);
+    void this.events.publish();
   }
 
   async list(includeDead: boolean): Promise<InstanceView[]> {
