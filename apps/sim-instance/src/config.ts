@@ -1,0 +1,30 @@
+import { z } from 'zod';
+
+const num = (d: number, min = 0) => z.coerce.number().finite().min(min).default(d);
+
+const schema = z.object({
+  PORT: z.coerce.number().int().min(1).max(65535).default(9001),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  MODEL: z.string().min(1).default('sim-llama'),
+  MAX_BATCH: z.coerce.number().int().min(1).max(4096).default(8),
+  TTFT_BASE_MS: num(30),
+  TTFT_PER_PROMPT_TOKEN_MS: num(0.05),
+  TOKEN_MS: num(10),
+  TOKEN_MS_PER_BATCH: num(2),
+  DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).default(16),
+  CONTROL_PLANE_URL: z.string().url().optional(),
+  ADMIN_TOKEN: z.string().min(1).optional(),
+  INSTANCE_ID: z.string().min(1).optional(),
+  ADVERTISE_URL: z.string().url().optional(),
+});
+
+export type SimConfig = z.infer<typeof schema>;
+
+export function loadSimConfig(env: NodeJS.ProcessEnv = process.env): SimConfig {
+  const r = schema.safeParse(env);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
+  }
+  return r.data;
+}

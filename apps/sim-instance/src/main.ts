@@ -1,0 +1,27 @@
+import { RegistrationAgent } from './agent';
+import { loadSimConfig } from './config';
+import { SimServer } from './sim-server';
+
+async function main() {
+  let config;
+  try {
+    config = loadSimConfig();
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  const sim = new SimServer(config);
+  await sim.listen(config.PORT, config.HOST);
+  const url = config.ADVERTISE_URL ?? `http://${config.HOST}:${config.PORT}`;
+  console.log(`sim instance serving ${config.MODEL} on ${url} (max batch ${config.MAX_BATCH})`);
+  const agent = config.CONTROL_PLANE_URL ? new RegistrationAgent(config, sim, url) : undefined;
+  if (agent) await agent.start();
+  const stop = () => {
+    agent?.stop();
+    void sim.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+void main();
