@@ -1,0 +1,22 @@
+import { RedisLoadStore } from '@switchyard/load-store';
+import { loadProxyConfig } from './config';
+import { ProxyServer } from './proxy-server';
+
+async function main() {
+  let config;
+  try {
+    config = loadProxyConfig();
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 200, connectionName: 'switchyard-proxy' });
+  const proxy = new ProxyServer(config, store);
+  await proxy.listen(config.PORT, config.HOST);
+  console.log(`proxy ${proxy.proxyId} listening on http://${config.HOST}:${config.PORT} (strategy ${config.ROUTING_STRATEGY})`);
+  const stop = () => void proxy.close().then(() => store.close()).then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+void main();
