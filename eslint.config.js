@@ -20,6 +20,8 @@ module.exports = [
             { sourceTag: 'scope:contracts', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:routing', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:load-store', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:testing'] },
+            { sourceTag: 'scope:sim', onlyDependOnLibsWithTags: ['scope:contracts'] },
+            { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store'] },
           ],
         },
       ],

@@ -12,10 +12,11 @@ import { REGISTRY_EVENTS_CLIENT, RegistryEventsService } from './events/registry
 
 @Module({})
 export class AppModule {
-  static forRoot(config: ControlPlaneConfig, store: LoadStore): DynamicModule {
+  /** With events off (the memory store of single-process mode) nothing is published: there is no one to hear it. */
+  static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true): DynamicModule {
     return {
       module: AppModule,
-      imports: [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])],
+      imports: events ? [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])] : [],
       controllers: [InstancesController, HealthController],
       providers: [
         { provide: CONTROL_PLANE_CONFIG, useValue: config },

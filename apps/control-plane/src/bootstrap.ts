@@ -9,8 +9,8 @@ import type { ControlPlaneConfig } from './config';
 /** Admin bodies are small; anything larger is refused with 413. */
 const BODY_LIMIT_BYTES = 256 * 1024;
 
-export async function createControlPlane(config: ControlPlaneConfig, store: LoadStore): Promise<NestFastifyApplication> {
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, store), new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }), {
+export async function createControlPlane(config: ControlPlaneConfig, store: LoadStore, events = true): Promise<NestFastifyApplication> {
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, store, events), new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }), {
     logger: ['log', 'warn', 'error'],
   });
   if (!config.ADMIN_TOKEN) {

@@ -1,6 +1,6 @@
 import { RedisLoadStore } from '@switchyard/load-store';
-import { loadProxyConfig } from './config';
-import { ProxyServer } from './proxy-server';
+import { loadProxyConfig, ProxyServer } from '@switchyard/proxy-core';
+
 
 async function main() {
   let config;

@@ -1,6 +1,4 @@
-import { RegistrationAgent } from './agent';
-import { loadSimConfig } from './config';
-import { SimServer } from './sim-server';
+import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
 
 async function main() {
   let config;

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { ClientProxy } from '@nestjs/microservices';
 import { REGISTRY_SNAPSHOT_EVENT } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
@@ -16,22 +16,24 @@ export class RegistryEventsService implements OnModuleInit, OnApplicationShutdow
   private failing = false;
 
   constructor(
-    @Inject(REGISTRY_EVENTS_CLIENT) private readonly client: ClientProxy,
+    @Optional() @Inject(REGISTRY_EVENTS_CLIENT) private readonly client: ClientProxy | null,
     @Inject(LOAD_STORE) private readonly store: LoadStore,
   ) {}
 
   onModuleInit(): void {
+    if (!this.client) return;
     this.timer = setInterval(() => void this.publish(), RESYNC_INTERVAL_MS);
     this.timer.unref();
   }
 
   onApplicationShutdown(): void {
     clearInterval(this.timer);
-    void this.client.close();
+    void this.client?.close();
   }
 
   /** Publishes the full, versioned registry; a failure is logged, never surfaced to the API caller. */
   async publish(): Promise<void> {
+    if (!this.client) return;
     try {
       const snapshot = await this.store.snapshot();
       await lastValueFrom(this.client.emit(REGISTRY_SNAPSHOT_EVENT, snapshot), { defaultValue: undefined });

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import http from 'node:http';
-import { loadSimConfig } from './config';
+import { loadSimConfig } from './sim-config';
 import { SimServer } from './sim-server';
 import { Batcher } from './batcher';
 

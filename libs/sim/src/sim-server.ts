@@ -2,7 +2,7 @@ import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorBody } from '@switchyard/contracts';
 import { Batcher } from './batcher';
-import type { SimConfig } from './config';
+import type { SimConfig } from './sim-config';
 
 export interface SimStats {
   running: number;

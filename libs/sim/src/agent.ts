@@ -1,5 +1,5 @@
 import type { RegistrationResponse } from '@switchyard/contracts';
-import type { SimConfig } from './config';
+import type { SimConfig } from './sim-config';
 import type { SimServer } from './sim-server';
 
 /** Registers the sim with the control plane and heartbeats its own qps_1m and gpu_util; re-registers on 404. */

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { Agent, request } from 'undici';
 import { errorBody, ErrorBody, makeProxyId } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
-import type { ProxyConfig } from './config';
+import type { ProxyConfig } from './proxy-config';
 
 const ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length']);

@@ -1,4 +1,4 @@
-import { loadProxyConfig } from './config';
+import { loadProxyConfig } from './proxy-config';
 
 describe('loadProxyConfig', () => {
   it('defaults to least_load on port 8080 with a 16 MiB body limit', () => {

@@ -1,0 +1,86 @@
+import { Logger } from '@nestjs/common';
+import { instanceRegistrationSchema, toInstanceRecord } from '@switchyard/contracts';
+import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
+import { loadProxyConfig, ProxyServer } from '@switchyard/proxy-core';
+import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
+import { createControlPlane } from './bootstrap';
+import { loadControlPlaneConfig } from './config';
+
+/**
+ * `npm start`: control plane and proxy in one process, on the memory store unless
+ * REDIS_URL is set; with no INSTANCES it runs two simulated instances so a first
+ * request gets an answer.
+ */
+async function main() {
+  const log = new Logger('switchyard');
+  const redisUrl = process.env.REDIS_URL || undefined;
+  const env = { ...process.env, REDIS_URL: redisUrl };
+  let cpConfig, proxyConfig, simBasePort: number;
+  try {
+    cpConfig = loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' });
+    proxyConfig = loadProxyConfig(env);
+    simBasePort = Number(process.env.SIM_BASE_PORT ?? 9001);
+    if (!Number.isInteger(simBasePort) || simBasePort < 1 || simBasePort > 65534) throw new Error('invalid configuration: SIM_BASE_PORT: must be a port number');
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(2);
+  }
+  const store: LoadStore = redisUrl
+    ? new RedisLoadStore({ url: cpConfig.REDIS_URL, connectionName: 'switchyard-single' })
+    : new MemoryLoadStore();
+  log.log(redisUrl ? `store: Redis at ${cpConfig.REDIS_URL}` : 'store: in-memory (single process; set REDIS_URL to share counts)');
+
+  const cp = await createControlPlane(cpConfig, store, redisUrl !== undefined);
+  await cp.listen(cpConfig.PORT, cpConfig.HOST);
+  const cpUrl = `http://${cpConfig.HOST}:${cpConfig.PORT}`;
+
+  const sims: SimServer[] = [];
+  const agents: RegistrationAgent[] = [];
+  const configured = (process.env.INSTANCES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (configured.length) {
+    for (const url of configured) {
+      const models = await fetch(`${url}/v1/models`)
+        .then((r) => r.json() as Promise<{ data: { id: string }[] }>)
+        .then((b) => b.data.map((m) => m.id))
+        .catch(() => []);
+      const parsed = instanceRegistrationSchema.safeParse({ url, models });
+      if (!parsed.success) {
+        console.error(`invalid configuration: INSTANCES: ${url} is not an http(s) URL serving /v1/models`);
+        process.exit(2);
+      }
+      const { registered_at: _r, ...record } = toInstanceRecord(parsed.data, cpConfig.INSTANCE_TTL_S, 0);
+      // Configured instances have no agent of their own: they count as registered for a day.
+      await store.register({ ...record, ttl_s: 86_400 });
+      log.log(`instance ${record.instance_id} (${models.join(', ')}) from INSTANCES`);
+    }
+  } else {
+    for (let i = 0; i < 2; i++) {
+      const port = simBasePort + i;
+      const simConfig = loadSimConfig({ PORT: String(port), INSTANCE_ID: `sim-${i + 1}`, CONTROL_PLANE_URL: cpUrl, ADMIN_TOKEN: cpConfig.ADMIN_TOKEN });
+      const sim = new SimServer(simConfig);
+      await sim.listen(port, '127.0.0.1');
+      const agent = new RegistrationAgent(simConfig, sim, `http://127.0.0.1:${port}`);
+      await agent.start();
+      sims.push(sim);
+      agents.push(agent);
+    }
+    log.log(`no instances configured: started 2 simulated instances (model sim-llama) on ports ${simBasePort} and ${simBasePort + 1}`);
+  }
+
+  const proxy = new ProxyServer(proxyConfig, store);
+  await proxy.listen(proxyConfig.PORT, proxyConfig.HOST);
+  log.log(`gateway ready: proxy http://${proxyConfig.HOST}:${proxyConfig.PORT}/v1, control plane ${cpUrl}`);
+
+  const stop = async () => {
+    await proxy.close();
+    agents.forEach((a) => a.stop());
+    await Promise.all(sims.map((s) => s.close()));
+    await cp.close();
+    await store.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
+void main();

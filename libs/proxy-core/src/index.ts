@@ -1,0 +1,2 @@
+export * from './proxy-config';
+export * from './proxy-server';
