@@ -1,3 +1,4 @@
+import { parseEnv } from '@switchyard/config';
 import { z } from 'zod';
 
 const schema = z.object({
@@ -10,12 +11,6 @@ const schema = z.object({
 
 export type ControlPlaneConfig = z.infer<typeof schema>;
 
-/** Parses the environment once; a bad value throws with the variable's name. */
 export function loadControlPlaneConfig(env: NodeJS.ProcessEnv = process.env): ControlPlaneConfig {
-  const r = schema.safeParse(env);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
-  }
-  return r.data;
+  return parseEnv(schema, env);
 }

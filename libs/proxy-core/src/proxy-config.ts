@@ -1,3 +1,4 @@
+import { parseEnv } from '@switchyard/config';
 import { parseStrategy, STRATEGY_NAMES, Strategy } from '@switchyard/routing';
 import { z } from 'zod';
 
@@ -19,10 +20,5 @@ const schema = z.object({
 export type ProxyConfig = z.infer<typeof schema>;
 
 export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
-  const r = schema.safeParse(env);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
-  }
-  return r.data;
+  return parseEnv(schema, env);
 }

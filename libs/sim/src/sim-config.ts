@@ -1,3 +1,4 @@
+import { parseEnv } from '@switchyard/config';
 import { z } from 'zod';
 
 const num = (d: number, min = 0) => z.coerce.number().finite().min(min).default(d);
@@ -21,10 +22,5 @@ const schema = z.object({
 export type SimConfig = z.infer<typeof schema>;
 
 export function loadSimConfig(env: NodeJS.ProcessEnv = process.env): SimConfig {
-  const r = schema.safeParse(env);
-  if (!r.success) {
-    const issue = r.error.issues[0];
-    throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
-  }
-  return r.data;
+  return parseEnv(schema, env);
 }
