@@ -1,15 +1,10 @@
+import { configOrExit } from '@switchyard/config';
 import { RedisLoadStore } from '@switchyard/load-store';
 import { createControlPlane } from './bootstrap';
 import { loadControlPlaneConfig } from './config';
 
 async function main() {
-  let config;
-  try {
-    config = loadControlPlaneConfig();
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(2);
-  }
+  const config = configOrExit(() => loadControlPlaneConfig());
   const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 2000, connectionName: 'switchyard-control-plane' });
   const app = await createControlPlane(config, store);
   await app.listen(config.PORT, config.HOST);

@@ -1,3 +1,4 @@
+import { configOrExit } from '@switchyard/config';
 import { Logger } from '@nestjs/common';
 import { instanceRegistrationSchema, toInstanceRecord } from '@switchyard/contracts';
 import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
@@ -15,16 +16,13 @@ async function main() {
   const log = new Logger('switchyard');
   const redisUrl = process.env.REDIS_URL || undefined;
   const env = { ...process.env, REDIS_URL: redisUrl };
-  let cpConfig, proxyConfig, simBasePort: number;
-  try {
-    cpConfig = loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' });
-    proxyConfig = loadProxyConfig(env);
-    simBasePort = Number(process.env.SIM_BASE_PORT ?? 9001);
-    if (!Number.isInteger(simBasePort) || simBasePort < 1 || simBasePort > 65534) throw new Error('invalid configuration: SIM_BASE_PORT: must be a port number');
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(2);
-  }
+  const cpConfig = configOrExit(() => loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' }));
+  const proxyConfig = configOrExit(() => loadProxyConfig(env));
+  const simBasePort = configOrExit(() => {
+    const port = Number(process.env.SIM_BASE_PORT ?? 9001);
+    if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error('invalid configuration: SIM_BASE_PORT: must be a port number');
+    return port;
+  });
   const store: LoadStore = redisUrl
     ? new RedisLoadStore({ url: cpConfig.REDIS_URL, connectionName: 'switchyard-single' })
     : new MemoryLoadStore();

@@ -11,28 +11,28 @@ export class AppProcess {
 
   constructor(private readonly entry: string, private readonly env: Record<string, string>) {}
 
-  async start(port: number): Promise<this> {
-    this.child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, this.entry)], {
+  private spawn(extraEnv: Record<string, string>): ChildProcess {
+    const child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, this.entry)], {
       cwd: ROOT,
-      env: { ...process.env, ...this.env, PORT: String(port) },
+      env: { ...process.env, ...this.env, ...extraEnv },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    this.child.stdout?.on('data', (d) => (this.output += d));
-    this.child.stderr?.on('data', (d) => (this.output += d));
+    child.stdout?.on('data', (d) => (this.output += d));
+    child.stderr?.on('data', (d) => (this.output += d));
+    this.child = child;
+    return child;
+  }
+
+  async start(port: number): Promise<this> {
+    this.spawn({ PORT: String(port) });
     await waitForPort(port, 20_000);
     return this;
   }
 
   /** Runs to exit (for config errors) and resolves with the exit code. */
   runToExit(): Promise<number | null> {
-    this.child = spawn(process.execPath, ['-r', '@swc-node/register', path.join(ROOT, this.entry)], {
-      cwd: ROOT,
-      env: { ...process.env, ...this.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout?.on('data', (d) => (this.output += d));
-    this.child.stderr?.on('data', (d) => (this.output += d));
-    return new Promise((resolve) => this.child?.once('exit', (code) => resolve(code)));
+    const child = this.spawn({});
+    return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
   async stop(): Promise<void> {

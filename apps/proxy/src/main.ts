@@ -1,15 +1,10 @@
+import { configOrExit } from '@switchyard/config';
 import { RedisLoadStore } from '@switchyard/load-store';
 import { loadProxyConfig, ProxyServer } from '@switchyard/proxy-core';
 
 
 async function main() {
-  let config;
-  try {
-    config = loadProxyConfig();
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(2);
-  }
+  const config = configOrExit(() => loadProxyConfig());
   const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 200, connectionName: 'switchyard-proxy' });
   const proxy = new ProxyServer(config, store);
   await proxy.listen(config.PORT, config.HOST);

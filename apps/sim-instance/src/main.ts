@@ -1,13 +1,8 @@
+import { configOrExit } from '@switchyard/config';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
 
 async function main() {
-  let config;
-  try {
-    config = loadSimConfig();
-  } catch (err) {
-    console.error((err as Error).message);
-    process.exit(2);
-  }
+  const config = configOrExit(() => loadSimConfig());
   const sim = new SimServer(config);
   await sim.listen(config.PORT, config.HOST);
   const url = config.ADVERTISE_URL ?? `http://${config.HOST}:${config.PORT}`;

@@ -48,7 +48,7 @@ export class InstancesController {
   @Post('v1/instance/register')
   @HttpCode(200)
   legacyRegister(@Body() body: unknown) {
-    return this.instances.register(parseBody(instanceRegistrationSchema, body));
+    return this.register(body);
   }
 
   @Post('v1/instance/heartbeat')
@@ -72,7 +72,7 @@ export class InstancesController {
   }
 
   @Get('v1/instance/list')
-  async legacyList(@Query('include_dead') includeDead?: string) {
-    return { instances: await this.instances.list(includeDead === 'true' || includeDead === '1') };
+  legacyList(@Query('include_dead') includeDead?: string) {
+    return this.list(includeDead);
   }
 }
