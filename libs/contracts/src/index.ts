@@ -3,3 +3,4 @@ export * from './instance';
 export * from './heartbeat';
 export * from './events';
 export * from './proxy';
+export * from './debug';

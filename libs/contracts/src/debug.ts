@@ -1,0 +1,58 @@
+/** Where each number of the debug view comes from. */
+export const METRIC_SOURCE = {
+  inflight: 'proxy_lifecycle_counter',
+  qps_1m: 'heartbeat',
+  gpu_util: 'heartbeat',
+} as const;
+
+export const NULL_SEMANTICS = '0 means measured zero; null means unknown';
+
+/** One instance in `GET /debug/instance_loads`. */
+export interface InstanceLoadView {
+  instance_id: string;
+  url: string;
+  models: string[];
+  is_alive: boolean;
+  weight: number;
+  max_inflight: number | null;
+  /** The shared sum of every live proxy's contribution. */
+  inflight: number;
+  inflight_by_proxy: Record<string, number>;
+  qps_1m: number | null;
+  gpu_util: number | null;
+  last_seen_at: string;
+  /** Requests for this instance's models waiting in each proxy's admission queue. */
+  queued_by_proxy: Record<string, number>;
+}
+
+/** One proxy, from its lease. */
+export interface ProxyView {
+  proxy_id: string;
+  alive: boolean;
+  draining: boolean;
+  degraded: boolean;
+  inflight_http: number;
+  /** Waiting requests per model. */
+  queued: Record<string, number>;
+  last_seen_at: string;
+  lease_expires_at: string;
+}
+
+/** `GET /debug/instance_loads[?include_dead=true]`. */
+export interface InstanceLoadsResponse {
+  generated_at: string;
+  metric_source: typeof METRIC_SOURCE;
+  null_semantics: typeof NULL_SEMANTICS;
+  instances: InstanceLoadView[];
+  proxies: ProxyView[];
+}
+
+/** `GET /debug/status`. */
+export interface DebugStatusResponse {
+  status: 'ok';
+  generated_at: string;
+  instances: { alive: number; expired: number };
+  proxies: { alive: number; expired: number; draining: number };
+  inflight_total: number;
+  queued_total: number;
+}
