@@ -2,7 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { ClientsModule, Transport } from '@nestjs/microservices';
 import type { LoadStore } from '@switchyard/load-store';
-import { OpenAiErrorFilter } from './common/openai-error.filter';
+import { OpenAiErrorFilter } from '@switchyard/nest-common';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from './common/tokens';
 import type { ControlPlaneConfig } from './config';
 import { HealthController } from './health/health.controller';

@@ -14,7 +14,8 @@ export class OpenAiErrorFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const res = exception.getResponse();
-      if (typeof res === 'object' && res !== null && 'error' in res) {
+      // Nest's own exceptions carry `error: "Not Found"` (a string); only an OpenAI-shaped body passes through.
+      if (typeof res === 'object' && res !== null && typeof (res as { error?: unknown }).error === 'object') {
         void reply.status(status).send(res);
         return;
       }
