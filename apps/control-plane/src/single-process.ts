@@ -2,7 +2,7 @@ import { configOrExit } from '@switchyard/config';
 import { Logger } from '@nestjs/common';
 import { instanceRegistrationSchema, toInstanceRecord } from '@switchyard/contracts';
 import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
-import { loadProxyConfig, ProxyServer } from '@switchyard/proxy-core';
+import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
 import { createControlPlane } from './bootstrap';
 import { loadControlPlaneConfig } from './config';
@@ -65,7 +65,7 @@ async function main() {
     log.log(`no instances configured: started 2 simulated instances (model sim-llama) on ports ${simBasePort} and ${simBasePort + 1}`);
   }
 
-  const proxy = new ProxyServer(proxyConfig, store);
+  const proxy = await createProxyApp(proxyConfig, store, { eventsUrl: redisUrl });
   await proxy.listen(proxyConfig.PORT, proxyConfig.HOST);
   log.log(`gateway ready: proxy http://${proxyConfig.HOST}:${proxyConfig.PORT}/v1, control plane ${cpUrl}`);
 

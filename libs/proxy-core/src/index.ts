@@ -1,2 +1,4 @@
 export * from './proxy-config';
-export * from './proxy-server';
+export * from './proxy-runtime';
+export * from './registry-cache';
+export * from './shell/create-proxy-app';

@@ -13,7 +13,11 @@ const schema = z.object({
     .transform((v) => parseStrategy(v) as Strategy),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
   UPSTREAM_TIMEOUT_S: z.coerce.number().positive().max(3600).default(600),
+  MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  FAILURE_COOLDOWN_S: z.coerce.number().min(0).max(3600).default(5),
   LEASE_TTL_S: z.coerce.number().positive().max(3600).default(10),
+  REGISTRY_RESYNC_S: z.coerce.number().positive().max(3600).default(2),
+  RECONCILE_S: z.coerce.number().positive().max(3600).default(5),
   PROXY_NAME: z.string().min(1).default('proxy'),
 });
 

@@ -1,0 +1,152 @@
+import Redis from 'ioredis';
+import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
+import type { LoadStore } from '@switchyard/load-store';
+import { LocalCounts } from './local-counts';
+import type { ProxyConfig } from './proxy-config';
+import { ProxyMetrics } from './proxy-metrics';
+import { RegistryCache } from './registry-cache';
+
+export interface ProxyRuntimeOptions {
+  /** Redis URL to hear the control plane's registry events on; none in single-process mode. */
+  eventsUrl?: string;
+  log?: (msg: string) => void;
+}
+
+/**
+ * A proxy's state outside the request path: identity, lease, local counts and
+ * their reconciliation, the registry snapshot, and whether the store answers.
+ */
+export class ProxyRuntime {
+  readonly proxyId: string;
+  readonly registry: RegistryCache;
+  readonly counts = new LocalCounts();
+  readonly metrics: ProxyMetrics;
+  /** Open HTTP exchanges on every route, until their response body ends or is abandoned. */
+  inflightHttp = 0;
+  draining = false;
+  readonly queued: Record<string, number> = {};
+  degraded = false;
+  lastStoreError = '';
+  private timers: NodeJS.Timeout[] = [];
+  private subscriber?: Redis;
+  private readonly log: (msg: string) => void;
+
+  constructor(readonly config: ProxyConfig, readonly store: LoadStore, private readonly options: ProxyRuntimeOptions = {}) {
+    this.proxyId = makeProxyId(config.PROXY_NAME);
+    this.registry = new RegistryCache(store);
+    this.log = options.log ?? ((msg) => console.log(msg));
+    this.metrics = new ProxyMetrics({
+      inflightHttp: () => this.inflightHttp,
+      degraded: () => this.degraded,
+      draining: () => this.draining,
+      registrySize: () => this.registry.size,
+      instanceInflight: () => this.counts.view,
+      queued: () => this.queued,
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.waitForStore(5000);
+    await this.renewLease();
+    await this.pullRegistry();
+    const every = (s: number, fn: () => Promise<void>) => {
+      const t = setInterval(() => void fn(), s * 1000);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(1, () => this.renewLease());
+    every(this.config.REGISTRY_RESYNC_S, () => this.pullRegistry());
+    every(this.config.RECONCILE_S, () => this.reconcile());
+    if (this.options.eventsUrl) this.subscribe(this.options.eventsUrl);
+  }
+
+  /** Gives the store a moment to connect; a proxy that starts during an outage serves degraded rather than not at all. */
+  private async waitForStore(ms: number): Promise<void> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      try {
+        return await this.store.ping();
+      } catch (err) {
+        if (Date.now() > deadline) return this.storeFailed(err);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    this.subscriber?.disconnect();
+    // Dropping the lease removes this proxy's contributions at once.
+    await this.store.dropLease(this.proxyId).catch(() => undefined);
+  }
+
+  /** Takes note of a slot this proxy now holds on an instance; the returned function gives it back, once. */
+  slot(instanceId: string): () => void {
+    this.counts.inc(instanceId);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.counts.dec(instanceId);
+      // While degraded the store has lost track anyway; reconciliation rewrites this proxy's share when it is back.
+      if (!this.degraded) this.store.release(this.proxyId, instanceId).catch((err) => this.storeFailed(err));
+    };
+  }
+
+  info(): ProxyInfo {
+    return { proxy_id: this.proxyId, inflight_http: this.inflightHttp, queued: { ...this.queued }, draining: this.draining, degraded: this.degraded };
+  }
+
+  storeFailed(err: unknown): void {
+    this.metrics.storeErrors.inc();
+    this.lastStoreError = (err as Error)?.message ?? String(err);
+    if (!this.degraded) {
+      this.degraded = true;
+      this.log(`store unreachable (${this.lastStoreError}): routing on the local registry snapshot and this proxy's own counts`);
+    }
+  }
+
+  /** The lease renewal doubles as the store probe: the first success after a failure reconciles and re-pulls. */
+  async renewLease(): Promise<void> {
+    try {
+      await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000);
+    } catch (err) {
+      this.storeFailed(err);
+      return;
+    }
+    if (this.degraded) {
+      this.degraded = false;
+      this.log('store reachable again: reconciling this proxy’s counts');
+      await this.reconcile();
+      await this.pullRegistry();
+    }
+  }
+
+  /** Rewrites this proxy's shared contribution from its local truth, so a lost release heals. */
+  async reconcile(): Promise<void> {
+    if (this.degraded) return;
+    await this.store.reconcile(this.proxyId, this.counts.toRecord()).catch((err) => this.storeFailed(err));
+  }
+
+  async pullRegistry(): Promise<void> {
+    if (this.degraded) return;
+    await this.registry.pull().catch((err) => this.storeFailed(err));
+  }
+
+  private subscribe(url: string): void {
+    const sub = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(100 * n, 2000), connectionName: `${this.proxyId}-events` });
+    sub.on('error', () => undefined);
+    // A reconnect may have missed snapshots: re-pull, as on start.
+    sub.on('ready', () => void sub.subscribe(REGISTRY_SNAPSHOT_EVENT).then(() => this.pullRegistry(), () => undefined));
+    sub.on('message', (_channel: string, message: string) => {
+      try {
+        const packet = JSON.parse(message) as { data?: RegistrySnapshot };
+        if (packet.data) this.registry.applySnapshot(packet.data);
+      } catch {
+        // A malformed event is dropped; the next pull corrects the snapshot.
+      }
+    });
+    this.subscriber = sub;
+  }
+}

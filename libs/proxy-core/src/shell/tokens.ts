@@ -1,0 +1,1 @@
+export const PROXY_RUNTIME = Symbol('PROXY_RUNTIME');
