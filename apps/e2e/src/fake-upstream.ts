@@ -1,0 +1,50 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** A scripted OpenAI-compatible upstream in the test process, for failure cases a simulator would not produce. */
+export class FakeUpstream {
+  readonly server: http.Server;
+  hits = 0;
+
+  constructor(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: Record<string, unknown>) => void) {
+    this.server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        this.hits += 1;
+        handler(req, res, JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, unknown>);
+      });
+    });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  listen(): Promise<this> {
+    return new Promise((resolve) => this.server.listen(0, '127.0.0.1', () => resolve(this)));
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+export const chatCompletion = (content: string) => ({
+  id: 'chatcmpl-fake',
+  object: 'chat.completion',
+  created: 0,
+  model: 'fake',
+  choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop', logprobs: null }],
+  usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+});
+
+export const sseChunk = (content: string) =>
+  `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'fake', choices: [{ index: 0, delta: { content }, finish_reason: null, logprobs: null }] })}\n\n`;
+
+export function answerJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const data = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) });
+  res.end(data);
+}

@@ -1,0 +1,190 @@
+import OpenAI, { APIError } from 'openai';
+import { freePort, RedisServer } from '@switchyard/testing';
+import { answerJson, chatCompletion, FakeUpstream, sseChunk } from './fake-upstream';
+import { AppProcess } from './processes';
+
+jest.setTimeout(90_000);
+
+const TTL_S = 2;
+const redis = new RedisServer();
+const procs: AppProcess[] = [];
+const upstreams: FakeUpstream[] = [];
+const beating = new Set<string>();
+let beatTimer: NodeJS.Timeout;
+let cpUrl = '';
+let proxyUrl = '';
+let client: OpenAI;
+
+const waitFor = async (cond: () => Promise<boolean>, ms = 8000) => {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return cond();
+};
+
+type Inst = { instance_id: string; is_alive: boolean; load: { inflight: number } };
+const instances = async (): Promise<Inst[]> => ((await (await fetch(`${cpUrl}/v1/instances?include_dead=true`)).json()) as { instances: Inst[] }).instances;
+const inflightOf = async (ids: string[]) => (await instances()).filter((i) => ids.includes(i.instance_id)).reduce((s, i) => s + i.load.inflight, 0);
+
+async function register(id: string, url: string, models: string[], keepAlive = true): Promise<void> {
+  const res = await fetch(`${cpUrl}/v1/instances`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: id, url, models }) });
+  expect(res.ok).toBe(true);
+  if (keepAlive) beating.add(id);
+}
+
+async function upstream(handler: ConstructorParameters<typeof FakeUpstream>[0]): Promise<FakeUpstream> {
+  const u = await new FakeUpstream(handler).listen();
+  upstreams.push(u);
+  return u;
+}
+
+const good = (name: string) =>
+  upstream((_req, res, body) => {
+    if (body.stream) {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`${sseChunk(name)}data: [DONE]\n\n`);
+    } else answerJson(res, 200, chatCompletion(name));
+  });
+
+async function post(model: string, extra: Record<string, unknown> = {}): Promise<Response> {
+  return fetch(`${proxyUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [], ...extra }) });
+}
+
+async function metric(name: string): Promise<number> {
+  const text = await (await fetch(`${proxyUrl}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(name)) sum += Number(line.split(' ').pop());
+  return sum;
+}
+
+beforeAll(async () => {
+  await redis.start();
+  const cpPort = await freePort();
+  procs.push(await new AppProcess('apps/control-plane/src/main.ts', { REDIS_URL: redis.url, INSTANCE_TTL_S: String(TTL_S) }).start(cpPort));
+  cpUrl = `http://127.0.0.1:${cpPort}`;
+  const port = await freePort();
+  procs.push(await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'routing', FAILURE_COOLDOWN_S: '60', REGISTRY_RESYNC_S: '0.5' }).start(port));
+  proxyUrl = `http://127.0.0.1:${port}`;
+  client = new OpenAI({ baseURL: `${proxyUrl}/v1`, apiKey: 'unused', maxRetries: 0 });
+  beatTimer = setInterval(() => {
+    for (const id of beating) void fetch(`${cpUrl}/v1/instances/${id}/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).catch(() => undefined);
+  }, 300);
+});
+
+afterAll(async () => {
+  clearInterval(beatTimer);
+  for (const p of procs.reverse()) await p.stop();
+  await Promise.all(upstreams.map((u) => u.close()));
+  await redis.stop();
+});
+
+describe('proxy routing, failover and liveness', () => {
+  it('retries a refused connection and a 503 on another instance, cools the dead one down, and releases every count', async () => {
+    const ok = await good('ok');
+    const flaky = await upstream((_req, res) => answerJson(res, 503, { error: { message: 'overloaded', type: 'server_error', code: null } }));
+    const deadPort = await freePort();
+    await register('fo-dead', `http://127.0.0.1:${deadPort}`, ['m-failover']);
+    await register('fo-flaky', flaky.url, ['m-failover']);
+    await register('fo-ok', ok.url, ['m-failover']);
+    for (let i = 0; i < 8; i++) {
+      const r = await client.chat.completions.create({ model: 'm-failover', messages: [{ role: 'user', content: 'hi' }] });
+      expect(r.choices[0].message.content).toBe('ok');
+    }
+    const streamed = await client.chat.completions.create({ model: 'm-failover', messages: [], stream: true });
+    let text = '';
+    for await (const c of streamed) text += c.choices[0]?.delta?.content ?? '';
+    expect(text).toBe('ok');
+    expect(ok.hits).toBe(9);
+    // The refused instance was tried once, then cooled down; the 503 one is retried past each time it is picked.
+    expect(await metric('switchyard_proxy_retries_total{reason="connect"}')).toBe(1);
+    expect(flaky.hits).toBeGreaterThan(0);
+    expect(await metric('switchyard_proxy_retries_total{reason="status_503"}')).toBe(flaky.hits);
+    expect(await waitFor(async () => (await inflightOf(['fo-dead', 'fo-flaky', 'fo-ok'])) === 0)).toBe(true);
+  });
+
+  it('answers 502 in the OpenAI shape when every instance for the model fails', async () => {
+    await register('dn-dead', `http://127.0.0.1:${await freePort()}`, ['m-down']);
+    const res = await post('m-down');
+    expect(res.status).toBe(502);
+    const body = (await res.json()) as { error: { message: string; code: string } };
+    expect(body.error.code).toBe('upstream_error');
+    expect(body.error.message).toMatch(/dn-dead/);
+    expect(await inflightOf(['dn-dead'])).toBe(0);
+  });
+
+  it('ends a stream cut mid-way with an error event the client sees, and releases the count', async () => {
+    const cutter = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(sseChunk('partial'));
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    await register('cut-1', cutter.url, ['m-cut']);
+    const stream = await client.chat.completions.create({ model: 'm-cut', messages: [], stream: true });
+    let text = '';
+    let error: unknown;
+    try {
+      for await (const c of stream) text += c.choices[0]?.delta?.content ?? '';
+    } catch (err) {
+      error = err;
+    }
+    expect(text).toBe('partial');
+    expect(error).toBeInstanceOf(APIError);
+    expect((error as APIError).message).toMatch(/upstream failed mid-stream/);
+    expect(await waitFor(async () => (await inflightOf(['cut-1'])) === 0)).toBe(true);
+  });
+
+  it('sends the next request to a newly registered instance at once', async () => {
+    const hold: (() => void)[] = [];
+    const slow = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(sseChunk('held'));
+      hold.push(() => res.end('data: [DONE]\n\n'));
+    });
+    await register('new-a', slow.url, ['m-new']);
+    await register('new-b', slow.url.replace('127.0.0.1', 'localhost'), ['m-new']);
+    const open = [await post('m-new', { stream: true }), await post('m-new', { stream: true })];
+    expect(new Set(open.map((r) => r.headers.get('x-switchyard-instance')))).toEqual(new Set(['new-a', 'new-b']));
+    const fresh = await good('fresh');
+    await register('new-c', fresh.url, ['m-new']);
+    const next = await post('m-new');
+    expect(next.headers.get('x-switchyard-instance')).toBe('new-c');
+    expect(await next.json()).toMatchObject({ choices: [{ message: { content: 'fresh' } }] });
+    hold.forEach((end) => end());
+    await Promise.all(open.map((r) => r.text()));
+    expect(await waitFor(async () => (await inflightOf(['new-a', 'new-b', 'new-c'])) === 0)).toBe(true);
+  });
+
+  it('stops sending traffic to an instance after it misses heartbeats for ttl_s, and drops its model from /v1/models', async () => {
+    const a = await good('a');
+    const b = await good('b');
+    await register('ttl-a', a.url, ['m-ttl']);
+    await register('ttl-b', b.url, ['m-ttl', 'm-only-b']);
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) seen.add((await post('m-ttl')).headers.get('x-switchyard-instance') ?? '');
+    expect(seen).toEqual(new Set(['ttl-a', 'ttl-b']));
+    expect(await waitFor(async () => JSON.stringify(await (await fetch(`${proxyUrl}/v1/models`)).json()).includes('m-only-b'))).toBe(true);
+
+    beating.delete('ttl-b');
+    expect(await waitFor(async () => (await instances()).find((i) => i.instance_id === 'ttl-b')?.is_alive === false)).toBe(true);
+    const hitsB = b.hits;
+    for (let i = 0; i < 6; i++) expect((await post('m-ttl')).headers.get('x-switchyard-instance')).toBe('ttl-a');
+    expect(b.hits).toBe(hitsB);
+    expect(await waitFor(async () => !JSON.stringify(await (await fetch(`${proxyUrl}/v1/models`)).json()).includes('m-only-b'))).toBe(true);
+    const models = (await (await fetch(`${proxyUrl}/v1/models`)).json()) as { object: string; data: { id: string }[] };
+    expect(models.object).toBe('list');
+    expect(models.data.map((m) => m.id)).toContain('m-ttl');
+  });
+
+  it('reports readiness, metrics and OpenAI-shaped 404s from the Nest shell', async () => {
+    const ready = await fetch(`${proxyUrl}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', store: 'ok', degraded: false });
+    expect((await fetch(`${proxyUrl}/healthz`)).status).toBe(200);
+    expect(await metric('switchyard_proxy_selections_total{strategy="least_load",instance_id="fo-ok"}')).toBeGreaterThanOrEqual(9);
+    const missing = await fetch(`${proxyUrl}/v1/nothing-here`);
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
+  });
+});

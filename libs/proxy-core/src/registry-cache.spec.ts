@@ -1,0 +1,47 @@
+import { MemoryLoadStore } from '@switchyard/load-store';
+import { RegistryCache } from './registry-cache';
+
+const rec = (id: string, models: string[], ttl_s = 30) => ({ instance_id: id, url: `http://${id}`, models, endpoints: [], tags: [], weight: 1, max_inflight: null, meta: {}, ttl_s });
+
+describe('RegistryCache', () => {
+  it('pulls alive and expired instances, and lists only models with an alive instance', async () => {
+    let now = 1_000_000;
+    const store = new MemoryLoadStore({ now: () => now });
+    await store.register(rec('a', ['m1', 'shared'], 10));
+    await store.register(rec('b', ['m2', 'shared'], 1));
+    now += 5_000; // b expired, a alive
+    const cache = new RegistryCache(store);
+    expect(cache.loaded).toBe(false);
+    await cache.pull();
+    expect(cache.loaded).toBe(true);
+    expect(cache.models()).toEqual(['m1', 'shared']);
+    expect(cache.hasModel('m2')).toBe(true);
+  });
+
+  it('applies newer snapshot events, ignores stale ones, and keeps known liveness', async () => {
+    const store = new MemoryLoadStore();
+    await store.register(rec('a', ['m1']));
+    const cache = new RegistryCache(store);
+    await cache.pull();
+    const snap = await store.snapshot();
+    expect(cache.applySnapshot({ ...snap, version: 5, instances: [...snap.instances, { ...rec('c', ['m3']), registered_at: 0 }] })).toBe(true);
+    expect(cache.models()).toEqual(['m1', 'm3']);
+    expect(cache.applySnapshot({ ...snap, version: 4, instances: [] })).toBe(false);
+    expect(cache.size).toBe(2);
+    expect(cache.applySnapshot({ ...snap, version: 6, instances: [] })).toBe(true);
+    expect(cache.models()).toEqual([]);
+  });
+
+  it('offers candidates with this proxy’s own counts standing in for the shared ones', async () => {
+    const store = new MemoryLoadStore();
+    await store.register(rec('a', ['m']));
+    await store.register(rec('b', ['m']));
+    const cache = new RegistryCache(store);
+    await cache.pull();
+    const c = cache.candidates('m', new Map([['a', 3]]), ['x']);
+    expect(c.map((x) => [x.instance_id, x.inflight])).toEqual([['a', 3], ['b', 0]]);
+    expect(cache.candidates('m', new Map(), ['a']).map((x) => x.instance_id)).toEqual(['b']);
+    // Unknown load is unknown, not zero.
+    expect(c[0].qps_1m).toBeNull();
+  });
+});
