@@ -177,6 +177,22 @@ describe('proxy routing, failover and liveness', () => {
     expect(models.data.map((m) => m.id)).toContain('m-ttl');
   });
 
+  it('answers 504 when the instance does not answer within UPSTREAM_TIMEOUT_S, and 413 over MAX_BODY_BYTES', async () => {
+    const port = await freePort();
+    procs.push(await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'impatient', UPSTREAM_TIMEOUT_S: '0.3', MAX_BODY_BYTES: '2048' }).start(port));
+    const silent = await upstream(() => undefined);
+    await register('to-silent', silent.url, ['m-timeout']);
+    const url = `http://127.0.0.1:${port}/v1/chat/completions`;
+    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm-timeout', messages: [] }) });
+    expect(res.status).toBe(504);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('upstream_timeout');
+    expect(await waitFor(async () => (await inflightOf(['to-silent'])) === 0)).toBe(true);
+    const big = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm-timeout', messages: [{ role: 'user', content: 'x'.repeat(4096) }] }) });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { message: string } }).error.message).toMatch(/MAX_BODY_BYTES/);
+    expect(silent.hits).toBe(1);
+  });
+
   it('reports readiness, metrics and OpenAI-shaped 404s from the Nest shell', async () => {
     const ready = await fetch(`${proxyUrl}/readyz`);
     expect(ready.status).toBe(200);
