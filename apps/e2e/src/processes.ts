@@ -35,12 +35,28 @@ export class AppProcess {
     return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   }
 
-  async stop(): Promise<void> {
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Sends a signal and does not wait. */
+  signal(sig: NodeJS.Signals): void {
+    this.child?.kill(sig);
+  }
+
+  /** Resolves with the exit code once the process has exited. */
+  exited(): Promise<number | null> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    await new Promise<void>((resolve) => {
-      child.once('exit', () => resolve());
-      child.kill('SIGTERM');
-    });
+    if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child?.exitCode ?? null);
+    return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Stops the process and waits for it; SIGINT, so a proxy skips its drain's settle window. */
+  async stop(sig: NodeJS.Signals = 'SIGINT'): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = this.exited();
+    child.kill(sig);
+    await exited;
   }
 }

@@ -1,17 +1,28 @@
 import { configOrExit } from '@switchyard/config';
 import { RedisLoadStore } from '@switchyard/load-store';
-import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
+import { createProxyApp, loadProxyConfig, proxyConfigWarnings } from '@switchyard/proxy-core';
 
 async function main() {
   const config = configOrExit(() => loadProxyConfig());
+  for (const w of proxyConfigWarnings(config)) console.warn(`warning: ${w}`);
   // Short timeouts and no offline queue: on the request path a Redis blink means local routing, not waiting.
   const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 200, offlineQueue: false, connectionName: `switchyard-proxy-${config.PROXY_NAME}` });
   const proxy = await createProxyApp(config, store, { eventsUrl: config.REDIS_URL });
   await proxy.listen(config.PORT, config.HOST);
   console.log(`proxy ${proxy.runtime.proxyId} listening on http://${config.HOST}:${config.PORT} (strategy ${config.ROUTING_STRATEGY})`);
-  const stop = () => void proxy.close().then(() => store.close()).then(() => process.exit(0));
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // SIGTERM drains; a second SIGTERM, or SIGINT, skips the settle window.
+  let draining = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (draining || signal === 'SIGINT') proxy.skipSettle();
+    if (draining) return;
+    draining = true;
+    void proxy
+      .drain()
+      .then(() => store.close())
+      .then(() => process.exit(0));
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
 }
 
 void main();

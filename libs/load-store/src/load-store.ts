@@ -31,6 +31,8 @@ export interface RegisterResult {
  * Every clock reading is the store's own (Redis TIME for Redis).
  */
 export interface LoadStore {
+  /** Where a shared store announces capacity freed by any proxy (absent for the in-process store, whose releases are all local). */
+  readonly capacityChannel?: string;
   /** Adds or updates an instance; a new one starts at 0 in flight, an existing one keeps its count. */
   register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult>;
   /** Refreshes liveness and heartbeat metrics; false when the instance is unknown. Never touches in-flight. */

@@ -38,6 +38,8 @@ export class RedisLoadStore implements LoadStore {
   readonly redis: Redis;
   private readonly prefix: string;
   private readonly routingKey: string;
+  /** Pub/sub channel on which a release that takes an instance below max_inflight publishes its id. */
+  readonly capacityChannel: string;
   private readonly random: () => number;
 
   constructor(options: RedisLoadStoreOptions) {
@@ -54,6 +56,7 @@ export class RedisLoadStore implements LoadStore {
     this.redis.on('error', () => undefined);
     this.prefix = `sy:{${options.pool ?? 'default'}}:`;
     this.routingKey = `${this.prefix}rec`;
+    this.capacityChannel = `${this.prefix}freed`;
     this.random = options.random ?? Math.random;
     for (const [name, lua] of Object.entries(SCRIPTS)) {
       this.redis.defineCommand(name, { numberOfKeys: 1, lua });

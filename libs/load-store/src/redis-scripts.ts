@@ -133,7 +133,7 @@ redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
 return {1, chosen.id, redis.call('HGET', p .. 'url', chosen.id), count}
 `;
 
-/** ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there. */
+/** ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there. Publishes the id on `freed` when it leaves max_inflight. */
 export const RELEASE = `
 local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
 local key = p .. 'contrib:' .. proxy
@@ -146,6 +146,9 @@ if count < 0 then
   redis.call('HSET', p .. 'inflight', id, 0)
   count = 0
 end
+-- An instance just dropped below its max_inflight: proxies with queued requests hear it.
+local mx = redis.call('HGET', p .. 'max', id)
+if mx and count == tonumber(mx) - 1 then redis.call('PUBLISH', p .. 'freed', id) end
 return count
 `;
 

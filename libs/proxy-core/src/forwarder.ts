@@ -4,6 +4,7 @@ import { Agent, request, Dispatcher } from 'undici';
 import { errorBody, ErrorBody } from '@switchyard/contracts';
 import type { AcquireResult } from '@switchyard/load-store';
 import { pick } from '@switchyard/routing';
+import { AdmissionQueue, QueueOutcome } from './admission-queue';
 import type { ProxyRuntime } from './proxy-runtime';
 
 /** OpenAI routes forwarded to instances. */
@@ -52,9 +53,26 @@ export class Forwarder {
   private readonly cooling = new Map<string, number>();
   private seq = 0;
   private localTicket = 0;
+  readonly queue: AdmissionQueue;
+  /** Upstream calls under way, so a drain that times out can end them. */
+  private readonly active = new Set<AbortController>();
 
   constructor(private readonly rt: ProxyRuntime) {
     this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 1024, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
+    this.queue = new AdmissionQueue({
+      max: rt.config.QUEUE_MAX,
+      timeoutMs: rt.config.QUEUE_TIMEOUT_S * 1000,
+      tryAcquire: (model) => this.acquire(model, []),
+      giveBack: (a) => this.rt.slot(a.instance_id)(),
+      depth: rt.queued,
+    });
+    rt.onCapacity(() => this.queue.kick());
+  }
+
+  /** Drain timed out: waiters get 503, upstream calls are aborted (streams end with an error event) and their slots released. */
+  abortAll(): void {
+    this.queue.settleAll({ kind: 'queue_timeout' });
+    for (const abort of this.active) abort.abort(new Error('the proxy is shutting down'));
   }
 
   close(): Promise<void> {
@@ -82,9 +100,11 @@ export class Forwarder {
     headers['x-request-id'] = requestId;
 
     const abort = new AbortController();
+    this.active.add(abort);
     let held: (() => void) | undefined;
     // Client gone (before or after headers): abort the upstream call first, then give the slot back.
     res.once('close', () => {
+      this.active.delete(abort);
       if (!res.writableFinished) abort.abort();
       held?.();
     });
@@ -93,8 +113,16 @@ export class Forwarder {
     let lastFailure = '';
     for (let attempt = 0; ; attempt++) {
       if (res.destroyed) return;
-      const picked = await this.acquire(model, tried);
+      let picked: AcquireResult | QueueOutcome;
+      if (tried.length === 0 && this.queue.waiting(model)) {
+        // Others wait already for this model: first come, first served.
+        picked = await this.queue.wait(model, abort.signal);
+      } else {
+        picked = await this.acquire(model, tried);
+        if (picked.kind === 'all_full' && tried.length === 0) picked = await this.queue.wait(model, abort.signal);
+      }
       if (picked.kind !== 'acquired') {
+        if (picked.kind === 'gone') return;
         if (tried.length) return sendError(res, 502, errorBody(`every instance tried for model '${model}' failed; last: ${lastFailure}`, 'server_error', 'upstream_error'));
         return this.noInstance(res, model, picked.kind);
       }
@@ -109,7 +137,8 @@ export class Forwarder {
         upstream = await request(picked.url + route, { method: 'POST', headers, body, dispatcher: this.agent, signal: abort.signal });
       } catch (err) {
         release();
-        if (abort.signal.aborted) return;
+        if (res.destroyed) return;
+        if (abort.signal.aborted) return sendError(res, 503, errorBody('the proxy is shutting down; retry', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
         const code = (err as { code?: string }).code ?? '';
         lastFailure = `${instanceId}: ${(err as Error).message}`;
         const unreachable = CONNECT_ERRORS.has(code) || code === 'UND_ERR_SOCKET';
@@ -158,7 +187,9 @@ export class Forwarder {
     }
   }
 
-  private noInstance(res: http.ServerResponse, model: string, kind: Exclude<AcquireResult['kind'], 'acquired'>): void {
+  private noInstance(res: http.ServerResponse, model: string, kind: Exclude<QueueOutcome['kind'] | AcquireResult['kind'], 'acquired' | 'gone'>): void {
+    if (kind === 'queue_full') return sendError(res, 429, errorBody(`every instance for model '${model}' is at max_inflight and the queue is full (QUEUE_MAX)`, 'rate_limit_error', 'queue_full'), { 'retry-after': '1' });
+    if (kind === 'queue_timeout') return sendError(res, 503, errorBody(`no capacity for model '${model}' freed within the queue timeout`, 'service_unavailable', 'queue_timeout'), { 'retry-after': '1' });
     if (kind === 'unknown_model') return sendError(res, 404, errorBody(`model '${model}' is not served by any instance`, 'not_found_error', 'model_not_found', 'model'));
     const why = kind === 'all_full' ? 'every instance is at max_inflight' : 'no instance is alive';
     sendError(res, 503, errorBody(`no instance available for model '${model}': ${why}`, 'service_unavailable', 'no_instance_available'), { 'retry-after': '1' });

@@ -1,4 +1,4 @@
-import { loadProxyConfig } from './proxy-config';
+import { loadProxyConfig, proxyConfigWarnings } from './proxy-config';
 
 describe('loadProxyConfig', () => {
   it('defaults to least_load on port 8080 with a 16 MiB body limit', () => {
@@ -12,5 +12,22 @@ describe('loadProxyConfig', () => {
   it('names the variable and lists valid strategies on a bad value', () => {
     expect(() => loadProxyConfig({ ROUTING_STRATEGY: 'fastest' })).toThrow(/ROUTING_STRATEGY: unknown strategy; valid names: least_load/);
     expect(() => loadProxyConfig({ MAX_BODY_BYTES: 'lots' })).toThrow(/MAX_BODY_BYTES/);
+  });
+});
+
+describe('drain and queue configuration', () => {
+  it('defaults to a 30 s drain after a 5 s settle window and a 1024-deep queue', () => {
+    expect(loadProxyConfig({})).toMatchObject({ DRAIN_TIMEOUT_S: 30, DRAIN_SETTLE_S: 5, QUEUE_MAX: 1024, QUEUE_TIMEOUT_S: 30 });
+  });
+  it('rejects a drain timeout that looks like milliseconds, or zero', () => {
+    expect(() => loadProxyConfig({ DRAIN_TIMEOUT_S: '30000' })).toThrow(/DRAIN_TIMEOUT_S: must be at most 3600 seconds/);
+    expect(() => loadProxyConfig({ DRAIN_TIMEOUT_S: '0' })).toThrow(/DRAIN_TIMEOUT_S/);
+  });
+  it('needs the settle window shorter than the drain timeout', () => {
+    expect(() => loadProxyConfig({ DRAIN_TIMEOUT_S: '5', DRAIN_SETTLE_S: '5' })).toThrow(/DRAIN_SETTLE_S: must be less than DRAIN_TIMEOUT_S/);
+  });
+  it('warns when drain and settle do not fit in the termination grace period', () => {
+    expect(proxyConfigWarnings(loadProxyConfig({ TERMINATION_GRACE_S: '30' }))).toEqual([expect.stringMatching(/TERMINATION_GRACE_S \(30\)/)]);
+    expect(proxyConfigWarnings(loadProxyConfig({ TERMINATION_GRACE_S: '60' }))).toEqual([]);
   });
 });

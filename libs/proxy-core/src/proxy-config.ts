@@ -19,10 +19,30 @@ const schema = z.object({
   REGISTRY_RESYNC_S: z.coerce.number().positive().max(3600).default(2),
   RECONCILE_S: z.coerce.number().positive().max(3600).default(5),
   PROXY_NAME: z.string().min(1).default('proxy'),
-});
+  QUEUE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
+  QUEUE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
+  // Seconds, not milliseconds: over an hour is almost surely a unit typo.
+  DRAIN_TIMEOUT_S: z.coerce.number().positive().max(3600, 'must be at most 3600 seconds (a value in milliseconds?)').default(30),
+  DRAIN_SETTLE_S: z.coerce.number().min(0).max(3600).default(5),
+  TERMINATION_GRACE_S: z.coerce.number().positive().max(86_400).optional(),
+})
+  .superRefine((c, ctx) => {
+    if (c.DRAIN_SETTLE_S >= c.DRAIN_TIMEOUT_S) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['DRAIN_SETTLE_S'], message: `must be less than DRAIN_TIMEOUT_S (${c.DRAIN_TIMEOUT_S})` });
+  });
 
 export type ProxyConfig = z.infer<typeof schema>;
 
 export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
   return parseEnv(schema, env);
+}
+
+/** Non-fatal doubts about a valid config, printed at start. */
+export function proxyConfigWarnings(c: ProxyConfig): string[] {
+  const out: string[] = [];
+  if (c.TERMINATION_GRACE_S !== undefined && c.DRAIN_TIMEOUT_S + c.DRAIN_SETTLE_S >= c.TERMINATION_GRACE_S) {
+    out.push(
+      `DRAIN_TIMEOUT_S + DRAIN_SETTLE_S (${c.DRAIN_TIMEOUT_S + c.DRAIN_SETTLE_S}) >= TERMINATION_GRACE_S (${c.TERMINATION_GRACE_S}): the orchestrator may kill the proxy before its drain ends`,
+    );
+  }
+  return out;
 }

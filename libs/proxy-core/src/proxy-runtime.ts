@@ -28,6 +28,7 @@ export class ProxyRuntime {
   degraded = false;
   lastStoreError = '';
   private timers: NodeJS.Timeout[] = [];
+  private capacityListeners: (() => void)[] = [];
   private subscriber?: Redis;
   private readonly log: (msg: string) => void;
 
@@ -81,6 +82,15 @@ export class ProxyRuntime {
     await this.store.dropLease(this.proxyId).catch(() => undefined);
   }
 
+  /** Called whenever capacity may have freed: a local release, another proxy's release heard over Redis, a registry change. */
+  onCapacity(listener: () => void): void {
+    this.capacityListeners.push(listener);
+  }
+
+  private capacityFreed(): void {
+    for (const l of this.capacityListeners) l();
+  }
+
   /** Takes note of a slot this proxy now holds on an instance; the returned function gives it back, once. */
   slot(instanceId: string): () => void {
     this.counts.inc(instanceId);
@@ -90,7 +100,11 @@ export class ProxyRuntime {
       released = true;
       this.counts.dec(instanceId);
       // While degraded the store has lost track anyway; reconciliation rewrites this proxy's share when it is back.
-      if (!this.degraded) this.store.release(this.proxyId, instanceId).catch((err) => this.storeFailed(err));
+      if (this.degraded) return this.capacityFreed();
+      this.store.release(this.proxyId, instanceId).then(
+        () => this.capacityFreed(),
+        (err) => this.storeFailed(err),
+      );
     };
   }
 
@@ -138,11 +152,13 @@ export class ProxyRuntime {
     const sub = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: null, retryStrategy: (n) => Math.min(100 * n, 2000), connectionName: `${this.proxyId}-events` });
     sub.on('error', () => undefined);
     // A reconnect may have missed snapshots: re-pull, as on start.
-    sub.on('ready', () => void sub.subscribe(REGISTRY_SNAPSHOT_EVENT).then(() => this.pullRegistry(), () => undefined));
-    sub.on('message', (_channel: string, message: string) => {
+    const channels = [REGISTRY_SNAPSHOT_EVENT, ...(this.store.capacityChannel ? [this.store.capacityChannel] : [])];
+    sub.on('ready', () => void sub.subscribe(...channels).then(() => this.pullRegistry(), () => undefined));
+    sub.on('message', (channel: string, message: string) => {
+      if (channel !== REGISTRY_SNAPSHOT_EVENT) return this.capacityFreed();
       try {
         const packet = JSON.parse(message) as { data?: RegistrySnapshot };
-        if (packet.data) this.registry.applySnapshot(packet.data);
+        if (packet.data && this.registry.applySnapshot(packet.data)) this.capacityFreed();
       } catch {
         // A malformed event is dropped; the next pull corrects the snapshot.
       }

@@ -3,7 +3,9 @@ import http from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { LoadStore } from '@switchyard/load-store';
-import { FORWARDED_ROUTES, Forwarder } from '../forwarder';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { errorBody } from '@switchyard/contracts';
+import { FORWARDED_ROUTES, Forwarder, sendError } from '../forwarder';
 import type { ProxyConfig } from '../proxy-config';
 import { ProxyRuntime, ProxyRuntimeOptions } from '../proxy-runtime';
 import { ProxyModule } from './proxy.module';
@@ -12,6 +14,14 @@ export interface ProxyApp {
   readonly runtime: ProxyRuntime;
   readonly app: NestFastifyApplication;
   listen(port: number, host: string): Promise<void>;
+  /**
+   * Graceful drain (SIGTERM): not ready at once; keeps accepting for DRAIN_SETTLE_S
+   * (unless `skipSettle()` is called: a second signal); then refuses new work and waits
+   * for every open exchange, up to DRAIN_TIMEOUT_S, after which it ends what is left.
+   * Resolves when the proxy is closed and its lease dropped.
+   */
+  drain(): Promise<void>;
+  skipSettle(): void;
   close(): Promise<void>;
 }
 
@@ -23,18 +33,61 @@ export interface ProxyApp {
 export async function createProxyApp(config: ProxyConfig, store: LoadStore, options: ProxyRuntimeOptions = {}): Promise<ProxyApp> {
   const runtime = new ProxyRuntime(config, store, options);
   const forwarder = new Forwarder(runtime);
+  const log = options.log ?? ((msg: string) => console.log(msg));
+  let refusing = false;
+  let server: http.Server | undefined;
   const serverFactory = (fastifyHandler: http.RequestListener) =>
-    http.createServer((req, res) => {
+    (server = http.createServer((req, res) => {
       runtime.inflightHttp += 1;
       res.once('close', () => (runtime.inflightHttp -= 1));
+      if (refusing) {
+        // Past the settle window: kept-alive connections get a clear answer and are closed.
+        res.shouldKeepAlive = false;
+        return sendError(res, 503, errorBody('the proxy is draining; retry on another', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
+      }
       const url = req.url ?? '/';
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
       if (req.method === 'POST' && FORWARDED_ROUTES.has(path)) return void forwarder.handle(req, res, path);
       fastifyHandler(req, res);
-    });
+    }));
   const adapter = new FastifyAdapter({ serverFactory: serverFactory as never });
   const app = await NestFactory.create<NestFastifyApplication>(ProxyModule.forRoot(runtime), adapter, { logger: ['warn', 'error'] });
+  const settle = new AbortController();
+  let drained: Promise<void> | undefined;
+  const close = async () => {
+    await app.close();
+    await runtime.stop();
+    await forwarder.close();
+  };
+  const drain = async () => {
+    runtime.draining = true;
+    await runtime.renewLease();
+    log(`draining: not ready; accepting for ${config.DRAIN_SETTLE_S} s more`);
+    await sleep(config.DRAIN_SETTLE_S * 1000, undefined, { signal: settle.signal }).catch(() => undefined);
+    refusing = true;
+    server?.close();
+    server?.closeIdleConnections();
+    const deadline = Date.now() + config.DRAIN_TIMEOUT_S * 1000;
+    let nextLog = Date.now() + 5000;
+    log(`draining: refusing new work; waiting for ${runtime.inflightHttp} open exchange(s)`);
+    while (runtime.inflightHttp > 0 && Date.now() < deadline) {
+      await sleep(50);
+      server?.closeIdleConnections();
+      if (Date.now() >= nextLog) {
+        nextLog += 5000;
+        log(`draining: ${runtime.inflightHttp} open exchange(s)`);
+      }
+    }
+    if (runtime.inflightHttp > 0) {
+      log(`draining: DRAIN_TIMEOUT_S (${config.DRAIN_TIMEOUT_S} s) passed with ${runtime.inflightHttp} open; ending them`);
+      forwarder.abortAll();
+      const end = Date.now() + 2000;
+      while (runtime.inflightHttp > 0 && Date.now() < end) await sleep(20);
+    }
+    await close();
+    log('drained');
+  };
   return {
     runtime,
     app,
@@ -42,10 +95,13 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
       await runtime.start();
       await app.listen(port, host);
     },
-    async close() {
-      await app.close();
-      await runtime.stop();
-      await forwarder.close();
+    drain() {
+      drained ??= drain();
+      return drained;
     },
+    skipSettle() {
+      settle.abort();
+    },
+    close,
   };
 }

@@ -1,0 +1,133 @@
+import type { AcquireResult } from '@switchyard/load-store';
+
+export type Acquired = Extract<AcquireResult, { kind: 'acquired' }>;
+export type QueueOutcome = Acquired | { kind: 'queue_full' } | { kind: 'queue_timeout' } | { kind: 'gone' } | Exclude<AcquireResult, { kind: 'acquired' | 'all_full' }>;
+
+interface Waiter {
+  model: string;
+  settle: (outcome: QueueOutcome) => void;
+}
+
+export interface AdmissionQueueOptions {
+  max: number;
+  timeoutMs: number;
+  /** One select-and-acquire attempt for a model. */
+  tryAcquire: (model: string) => Promise<AcquireResult>;
+  /** Gives back a slot taken for a waiter that left meanwhile. */
+  giveBack: (acquired: Acquired) => void;
+  /** Live depth per model, published in the lease and /metrics. */
+  depth: Record<string, number>;
+}
+
+/**
+ * Requests that found every instance for their model at max_inflight wait here, FIFO
+ * per model and bounded in all, until capacity frees anywhere in the fleet (a kick:
+ * a local release, another proxy's release heard over Redis, a registry change, or a
+ * short poll while anyone waits).
+ */
+export class AdmissionQueue {
+  private readonly queues = new Map<string, Waiter[]>();
+  private size = 0;
+  private pumping = false;
+  private again = false;
+  private poll?: NodeJS.Timeout;
+
+  constructor(private readonly options: AdmissionQueueOptions) {}
+
+  get length(): number {
+    return this.size;
+  }
+
+  waiting(model: string): boolean {
+    return (this.queues.get(model)?.length ?? 0) > 0;
+  }
+
+  /** Waits for a slot; `signal` aborts when the client leaves. */
+  wait(model: string, signal: AbortSignal): Promise<QueueOutcome> {
+    if (this.size >= this.options.max) return Promise.resolve({ kind: 'queue_full' });
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined = undefined;
+      const waiter: Waiter = {
+        model,
+        settle: (outcome) => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', onAbort);
+          this.remove(waiter);
+          resolve(outcome);
+        },
+      };
+      const onAbort = () => waiter.settle({ kind: 'gone' });
+      timer = setTimeout(() => waiter.settle({ kind: 'queue_timeout' }), this.options.timeoutMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const list = this.queues.get(model);
+      if (list) list.push(waiter);
+      else this.queues.set(model, [waiter]);
+      this.size += 1;
+      this.options.depth[model] = (this.options.depth[model] ?? 0) + 1;
+      if (!this.poll) {
+        this.poll = setInterval(() => this.kick(), 200);
+        this.poll.unref();
+      }
+      this.kick();
+    });
+  }
+
+  /** Capacity may have freed: offer it to the heads of the queues. */
+  kick(): void {
+    if (this.size === 0) return;
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    void this.pump().finally(() => {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
+  }
+
+  /** Settles every waiter (drain timeout, shutdown). */
+  settleAll(outcome: QueueOutcome): void {
+    for (const list of [...this.queues.values()]) for (const w of [...list]) w.settle(outcome);
+  }
+
+  private async pump(): Promise<void> {
+    for (const model of [...this.queues.keys()]) {
+      while (this.waiting(model)) {
+        let result: AcquireResult;
+        try {
+          result = await this.options.tryAcquire(model);
+        } catch {
+          return;
+        }
+        if (result.kind === 'all_full') break;
+        const head = this.queues.get(model)?.[0];
+        if (!head) {
+          // The waiter left while we acquired for it.
+          if (result.kind === 'acquired') this.options.giveBack(result);
+          break;
+        }
+        head.settle(result);
+      }
+    }
+  }
+
+  private remove(waiter: Waiter): void {
+    const list = this.queues.get(waiter.model);
+    const i = list?.indexOf(waiter) ?? -1;
+    if (!list || i < 0) return;
+    list.splice(i, 1);
+    if (list.length === 0) this.queues.delete(waiter.model);
+    this.size -= 1;
+    const d = (this.options.depth[waiter.model] ?? 1) - 1;
+    if (d > 0) this.options.depth[waiter.model] = d;
+    else delete this.options.depth[waiter.model];
+    if (this.size === 0 && this.poll) {
+      clearInterval(this.poll);
+      this.poll = undefined;
+    }
+  }
+}
