@@ -23,6 +23,7 @@ module.exports = [
             { sourceTag: 'scope:load-store', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:testing'] },
             { sourceTag: 'scope:sim', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:config'] },
             { sourceTag: 'scope:nest-common', onlyDependOnLibsWithTags: ['scope:contracts'] },
+            { sourceTag: 'scope:cli-core', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store', 'scope:config', 'scope:nest-common'] },
           ],
         },

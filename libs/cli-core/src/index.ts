@@ -1,0 +1,4 @@
+export * from './args';
+export * from './client';
+export * from './format';
+export * from './cli';
