@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
+import { ExchangeCounter } from './exchange-counter';
 import { LocalCounts } from './local-counts';
 import type { ProxyConfig } from './proxy-config';
 import { ProxyMetrics } from './proxy-metrics';
@@ -21,8 +22,7 @@ export class ProxyRuntime {
   readonly registry: RegistryCache;
   readonly counts = new LocalCounts();
   readonly metrics: ProxyMetrics;
-  /** Open HTTP exchanges on every route, until their response body ends or is abandoned. */
-  inflightHttp = 0;
+  readonly exchanges = new ExchangeCounter();
   draining = false;
   readonly queued: Record<string, number> = {};
   degraded = false;
@@ -37,7 +37,7 @@ export class ProxyRuntime {
     this.registry = new RegistryCache(store);
     this.log = options.log ?? ((msg) => console.log(msg));
     this.metrics = new ProxyMetrics({
-      inflightHttp: () => this.inflightHttp,
+      inflightHttp: () => this.exchanges.open,
       degraded: () => this.degraded,
       draining: () => this.draining,
       registrySize: () => this.registry.size,
@@ -109,7 +109,7 @@ export class ProxyRuntime {
   }
 
   info(): ProxyInfo {
-    return { proxy_id: this.proxyId, inflight_http: this.inflightHttp, queued: { ...this.queued }, draining: this.draining, degraded: this.degraded };
+    return { proxy_id: this.proxyId, inflight_http: this.exchanges.open, queued: { ...this.queued }, draining: this.draining, degraded: this.degraded };
   }
 
   storeFailed(err: unknown): void {

@@ -38,8 +38,7 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
   let server: http.Server | undefined;
   const serverFactory = (fastifyHandler: http.RequestListener) =>
     (server = http.createServer((req, res) => {
-      runtime.inflightHttp += 1;
-      res.once('close', () => (runtime.inflightHttp -= 1));
+      runtime.exchanges.track(res);
       if (refusing) {
         // Past the settle window: kept-alive connections get a clear answer and are closed.
         res.shouldKeepAlive = false;
@@ -70,20 +69,20 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
     server?.closeIdleConnections();
     const deadline = Date.now() + config.DRAIN_TIMEOUT_S * 1000;
     let nextLog = Date.now() + 5000;
-    log(`draining: refusing new work; waiting for ${runtime.inflightHttp} open exchange(s)`);
-    while (runtime.inflightHttp > 0 && Date.now() < deadline) {
+    log(`draining: refusing new work; waiting for ${runtime.exchanges.open} open exchange(s)`);
+    while (runtime.exchanges.open > 0 && Date.now() < deadline) {
       await sleep(50);
       server?.closeIdleConnections();
       if (Date.now() >= nextLog) {
         nextLog += 5000;
-        log(`draining: ${runtime.inflightHttp} open exchange(s)`);
+        log(`draining: ${runtime.exchanges.open} open exchange(s)`);
       }
     }
-    if (runtime.inflightHttp > 0) {
-      log(`draining: DRAIN_TIMEOUT_S (${config.DRAIN_TIMEOUT_S} s) passed with ${runtime.inflightHttp} open; ending them`);
+    if (runtime.exchanges.open > 0) {
+      log(`draining: DRAIN_TIMEOUT_S (${config.DRAIN_TIMEOUT_S} s) passed with ${runtime.exchanges.open} open; ending them`);
       forwarder.abortAll();
       const end = Date.now() + 2000;
-      while (runtime.inflightHttp > 0 && Date.now() < end) await sleep(20);
+      while (runtime.exchanges.open > 0 && Date.now() < end) await sleep(20);
     }
     await close();
     log('drained');

@@ -22,7 +22,7 @@ export class HealthController {
       degraded: rt.degraded,
       ...(rt.degraded ? { store_error: rt.lastStoreError } : {}),
       registry: { instances: rt.registry.size, models: rt.registry.models() },
-      inflight_http: rt.inflightHttp,
+      inflight_http: rt.exchanges.open,
     };
     if (rt.draining) throw new HttpException({ status: 'draining', ...detail }, 503);
     if (!rt.registry.loaded) throw new HttpException({ status: 'not_ready', ...detail }, 503);
