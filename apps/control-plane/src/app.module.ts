@@ -9,6 +9,9 @@ import { HealthController } from './health/health.controller';
 import { InstancesController } from './instances/instances.controller';
 import { InstancesService } from './instances/instances.service';
 import { REGISTRY_EVENTS_CLIENT, RegistryEventsService } from './events/registry-events.service';
+import { DebugModule } from './debug/debug.module';
+import { LeasesModule } from './leases/leases.module';
+import { MetricsModule } from './metrics/metrics.module';
 
 @Module({})
 export class AppModule {
@@ -16,7 +19,15 @@ export class AppModule {
   static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true): DynamicModule {
     return {
       module: AppModule,
-      imports: events ? [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])] : [],
+      // Global so feature modules (debug, metrics, leases) get the config and the store.
+      global: true,
+      imports: [
+        ...(events ? [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])] : []),
+        MetricsModule,
+        DebugModule,
+        LeasesModule,
+      ],
+      exports: [CONTROL_PLANE_CONFIG, LOAD_STORE],
       controllers: [InstancesController, HealthController],
       providers: [
         { provide: CONTROL_PLANE_CONFIG, useValue: config },

@@ -7,6 +7,8 @@ const schema = z.object({
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
   ADMIN_TOKEN: z.string().min(1).optional(),
   INSTANCE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(30),
+  /** How often expired proxy leases are reaped; fractions allowed so tests and small fleets can sweep faster. */
+  LEASE_SWEEP_S: z.coerce.number().min(0.1).max(3600).default(1),
 });
 
 export type ControlPlaneConfig = z.infer<typeof schema>;

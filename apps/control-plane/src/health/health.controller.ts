@@ -1,23 +1,31 @@
 import { Controller, Get, HttpException, Inject } from '@nestjs/common';
+import { errorBody } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { LOAD_STORE } from '../common/tokens';
+import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 @Controller()
 export class HealthController {
-  constructor(@Inject(LOAD_STORE) private readonly store: LoadStore) {}
+  constructor(
+    @Inject(LOAD_STORE) private readonly store: LoadStore,
+    private readonly metrics: ControlPlaneMetrics,
+  ) {}
 
   @Get('healthz')
   healthz() {
     return { status: 'ok' };
   }
 
+  /** Pings the store on every call (no cached verdict), so readiness comes back by itself with Redis. */
   @Get('readyz')
   async readyz() {
     try {
       await this.store.ping();
       return { status: 'ready', store: 'ok' };
     } catch (err) {
-      throw new HttpException({ status: 'not_ready', store: 'unreachable', detail: (err as Error).message }, 503);
+      this.metrics.storeErrors.inc();
+      const { error } = errorBody(`store unreachable: ${(err as Error).message}`, 'service_unavailable', 'store_unreachable');
+      throw new HttpException({ status: 'not_ready', store: 'unreachable', error }, 503);
     }
   }
 }

@@ -1,0 +1,110 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { LoadStore } from '@switchyard/load-store';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { Fleet, readFleet } from '../common/fleet';
+import { LOAD_STORE } from '../common/tokens';
+import { queuedTotal } from '../debug/debug-view';
+
+/**
+ * The control plane's Prometheus metrics, in a registry of its own (single-process mode
+ * runs the proxy's registry in the same process). Fleet gauges are filled at scrape time
+ * from one store read shared by every gauge of that scrape; when the read fails they are
+ * left empty rather than stale, and switchyard_store_up says why.
+ */
+@Injectable()
+export class ControlPlaneMetrics {
+  readonly registry = new Registry();
+  readonly storeErrors = new Counter({
+    name: 'switchyard_store_errors_total',
+    help: 'Failed calls from the control plane to the shared store (scrapes, lease sweeps, debug reads, readiness checks)',
+    registers: [this.registry],
+    // Waits for this scrape's read, so a failure of that read is already counted in it.
+    collect: () => this.fleetForScrape().then(() => undefined),
+  });
+  readonly leasesReaped = new Counter({ name: 'switchyard_leases_reaped_total', help: 'Expired proxy leases whose contributions were removed', registers: [this.registry] });
+  readonly httpRequests = new Counter({ name: 'switchyard_http_requests_total', help: 'HTTP responses of the control plane by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private pending?: Promise<Fleet | null>;
+
+  constructor(@Inject(LOAD_STORE) private readonly store: LoadStore) {
+    const registers = [this.registry];
+    const fleet = () => this.fleetForScrape();
+    new Gauge({
+      name: 'switchyard_store_up',
+      help: '1 when the last scrape could read the shared store, else 0',
+      registers,
+      async collect() {
+        this.set((await fleet()) ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_instances',
+      help: 'Registered instances by liveness',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        this.reset();
+        const f = await fleet();
+        if (!f) return;
+        const alive = f.instances.filter((s) => s.is_alive).length;
+        this.set({ state: 'alive' }, alive);
+        this.set({ state: 'expired' }, f.instances.length - alive);
+      },
+    });
+    const perInstance = (name: string, help: string, read: (s: Fleet['instances'][number]) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['instance_id'],
+        registers,
+        async collect() {
+          this.reset();
+          for (const s of (await fleet())?.instances ?? []) {
+            const v = read(s);
+            // null is unknown: no sample, never a zero.
+            if (v !== null) this.set({ instance_id: s.instance_id }, v);
+          }
+        },
+      });
+    perInstance('switchyard_instance_inflight', 'In-flight requests per instance: the sum of every proxy contribution', (s) => s.load.inflight);
+    perInstance('switchyard_instance_qps_1m', 'Requests per second over the last minute, as the instance last reported', (s) => s.load.qps_1m);
+    perInstance('switchyard_instance_gpu_util', 'GPU utilisation in percent, as the instance last reported', (s) => s.load.gpu_util);
+    new Gauge({
+      name: 'switchyard_proxies',
+      help: 'Proxy leases by state (draining counts alive proxies that are draining)',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        this.reset();
+        const f = await fleet();
+        if (!f) return;
+        const alive = f.proxies.filter((p) => p.alive);
+        this.set({ state: 'alive' }, alive.length);
+        this.set({ state: 'expired' }, f.proxies.length - alive.length);
+        this.set({ state: 'draining' }, alive.filter((p) => p.draining).length);
+      },
+    });
+    new Gauge({
+      name: 'switchyard_queued_total',
+      help: 'Requests waiting in the admission queues of alive proxies',
+      registers,
+      async collect() {
+        const f = await fleet();
+        if (f) this.set(queuedTotal(f.proxies));
+        // reset() would leave an unlabelled gauge at 0; unknown must be no sample at all.
+        else this.remove();
+      },
+    });
+    collectDefaultMetrics({ register: this.registry, prefix: 'switchyard_control_plane_' });
+  }
+
+  /** Every gauge's collect() of one scrape starts in the same tick, so they share this one read. */
+  private fleetForScrape(): Promise<Fleet | null> {
+    this.pending ??= readFleet(this.store)
+      .catch(() => {
+        this.storeErrors.inc();
+        return null;
+      })
+      .finally(() => (this.pending = undefined));
+    return this.pending;
+  }
+}
