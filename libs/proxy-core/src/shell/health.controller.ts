@@ -1,4 +1,5 @@
-import { Controller, Get, HttpException, Inject } from '@nestjs/common';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import type { ProxyRuntime } from '../proxy-runtime';
 import { PROXY_RUNTIME } from './tokens';
 
@@ -14,7 +15,7 @@ export class HealthController {
 
   /** Readiness: 503 while draining or before any registry is known; a store outage is reported, not fatal. */
   @Get('readyz')
-  readyz() {
+  readyz(@Res({ passthrough: true }) reply: FastifyReply) {
     const rt = this.rt;
     const detail = {
       proxy_id: rt.proxyId,
@@ -24,8 +25,10 @@ export class HealthController {
       registry: { instances: rt.registry.size, models: rt.registry.models() },
       inflight_http: rt.exchanges.open,
     };
-    if (rt.draining) throw new HttpException({ status: 'draining', ...detail }, 503);
-    if (!rt.registry.loaded) throw new HttpException({ status: 'not_ready', ...detail }, 503);
+    // A readiness body, not an error: probes and people read its detail.
+    if (rt.draining || !rt.registry.loaded) void reply.status(503);
+    if (rt.draining) return { status: 'draining', ...detail };
+    if (!rt.registry.loaded) return { status: 'not_ready', ...detail };
     return { status: rt.degraded ? 'degraded' : 'ready', ...detail };
   }
 }
