@@ -96,9 +96,16 @@ describe('faults', () => {
     const open = await Promise.all(Array.from({ length: 6 }, () => openStream(survivor.url)));
     expect(await waitFor(async () => (await total()) === 6)).toBe(true);
     await redis.stop();
+    // While Redis is away the proxy routes on its snapshot and its own counts, and says so.
+    expect(await waitFor(async () => ((await (await fetch(`${survivor.url}/readyz`)).json()) as { degraded: boolean }).degraded === true, 5000)).toBe(true);
+    const during = await fetch(`${survivor.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-llama', messages: [], max_tokens: 2 }) });
+    expect(during.status).toBe(200);
+    await during.text();
+    expect(await (await fetch(`${survivor.url}/metrics`)).text()).toMatch(/^switchyard_proxy_degraded 1$/m);
     await redis.start(redis.port);
     // Instances re-register on their next heartbeat; the proxy rewrites its contribution from its local truth.
     expect(await waitFor(async () => (await loads()).instances.length === 3 && (await total()) === 6, 20_000)).toBe(true);
+    expect(await waitFor(async () => ((await (await fetch(`${survivor.url}/readyz`)).json()) as { degraded: boolean }).degraded === false)).toBe(true);
     // Serving went on: a new request during the rebuilt state succeeds.
     const client = new OpenAI({ baseURL: `${survivor.url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const r = await client.chat.completions.create({ model: 'sim-llama', messages: [], max_tokens: 3 });
