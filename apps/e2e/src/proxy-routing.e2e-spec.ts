@@ -199,6 +199,13 @@ describe('proxy routing, failover and liveness', () => {
     expect(await ready.json()).toMatchObject({ status: 'ready', store: 'ok', degraded: false });
     expect((await fetch(`${proxyUrl}/healthz`)).status).toBe(200);
     expect(await metric('switchyard_proxy_selections_total{strategy="least_load",instance_id="fo-ok"}')).toBeGreaterThanOrEqual(9);
+    // One JSON log line per forwarded request: id, instance, status, duration; never the body.
+    await fetch(`${proxyUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'log-check-1' }, body: JSON.stringify({ model: 'm-failover', messages: [{ role: 'user', content: 'secret-prompt' }] }) }).then((r) => r.text());
+    await waitFor(async () => procs[1].output.includes('log-check-1'));
+    const line = procs[1].output.split('\n').find((l) => l.includes('log-check-1'))!;
+    expect(JSON.parse(line)).toMatchObject({ msg: 'request', request_id: 'log-check-1', model: 'm-failover', instance_id: 'fo-ok', status: 200, route: '/v1/chat/completions' });
+    expect(JSON.parse(line).duration_ms).toEqual(expect.any(Number));
+    expect(procs[1].output).not.toContain('secret-prompt');
     const missing = await fetch(`${proxyUrl}/v1/nothing-here`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');

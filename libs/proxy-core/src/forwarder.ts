@@ -84,10 +84,17 @@ export class Forwarder {
     res.once('finish', () => metrics.requests.inc({ route, method: 'POST', status: res.statusCode }));
     const requestId = (req.headers['x-request-id'] as string | undefined) || `${this.rt.proxyId}-${(++this.seq).toString(36)}`;
     res.setHeader('x-request-id', requestId);
+    const t0 = performance.now();
+    let model: unknown;
+    let chosen: string | undefined;
+    res.once('close', () => {
+      if (this.rt.logger.isLevelEnabled('info')) {
+        this.rt.logger.info({ request_id: requestId, route, model: typeof model === 'string' ? model : null, instance_id: chosen ?? null, status: res.statusCode, complete: res.writableFinished, duration_ms: Math.round(performance.now() - t0) }, 'request');
+      }
+    });
     const body = await this.readBody(req, config.MAX_BODY_BYTES);
     if (body === 'aborted') return;
     if (!body) return sendError(res, 413, errorBody(`body: larger than MAX_BODY_BYTES (${config.MAX_BODY_BYTES} bytes)`, 'invalid_request_error', 'body_too_large'), { connection: 'close' });
-    let model: unknown;
     try {
       model = (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
     } catch {
@@ -127,6 +134,7 @@ export class Forwarder {
         return this.noInstance(res, model, picked.kind);
       }
       const instanceId = picked.instance_id;
+      chosen = instanceId;
       metrics.selections.inc({ strategy: config.ROUTING_STRATEGY, instance_id: instanceId });
       const release = this.rt.slot(instanceId);
       held = release;

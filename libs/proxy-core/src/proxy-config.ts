@@ -19,6 +19,7 @@ const schema = z.object({
   REGISTRY_RESYNC_S: z.coerce.number().positive().max(3600).default(2),
   RECONCILE_S: z.coerce.number().positive().max(3600).default(5),
   PROXY_NAME: z.string().min(1).default('proxy'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QUEUE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   QUEUE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
   // Seconds, not milliseconds: over an hour is almost surely a unit typo.

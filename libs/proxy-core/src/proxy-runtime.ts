@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import pino, { Logger } from 'pino';
 import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { ExchangeCounter } from './exchange-counter';
@@ -10,7 +11,7 @@ import { RegistryCache } from './registry-cache';
 export interface ProxyRuntimeOptions {
   /** Redis URL to hear the control plane's registry events on; none in single-process mode. */
   eventsUrl?: string;
-  log?: (msg: string) => void;
+  logger?: Logger;
 }
 
 /**
@@ -30,12 +31,13 @@ export class ProxyRuntime {
   private timers: NodeJS.Timeout[] = [];
   private capacityListeners: (() => void)[] = [];
   private subscriber?: Redis;
-  private readonly log: (msg: string) => void;
+  /** JSON logs; request bodies are never logged. */
+  readonly logger: Logger;
 
   constructor(readonly config: ProxyConfig, readonly store: LoadStore, private readonly options: ProxyRuntimeOptions = {}) {
     this.proxyId = makeProxyId(config.PROXY_NAME);
     this.registry = new RegistryCache(store);
-    this.log = options.log ?? ((msg) => console.log(msg));
+    this.logger = options.logger ?? pino({ level: config.LOG_LEVEL, base: { proxy_id: this.proxyId } });
     this.metrics = new ProxyMetrics({
       inflightHttp: () => this.exchanges.open,
       degraded: () => this.degraded,
@@ -117,7 +119,7 @@ export class ProxyRuntime {
     this.lastStoreError = (err as Error)?.message ?? String(err);
     if (!this.degraded) {
       this.degraded = true;
-      this.log(`store unreachable (${this.lastStoreError}): routing on the local registry snapshot and this proxy's own counts`);
+      this.logger.warn(`store unreachable (${this.lastStoreError}): routing on the local registry snapshot and this proxy's own counts`);
     }
   }
 
@@ -131,7 +133,7 @@ export class ProxyRuntime {
     }
     if (this.degraded) {
       this.degraded = false;
-      this.log('store reachable again: reconciling this proxy’s counts');
+      this.logger.info('store reachable again: reconciling this proxy’s counts');
       await this.reconcile();
       await this.pullRegistry();
     }

@@ -33,7 +33,7 @@ export interface ProxyApp {
 export async function createProxyApp(config: ProxyConfig, store: LoadStore, options: ProxyRuntimeOptions = {}): Promise<ProxyApp> {
   const runtime = new ProxyRuntime(config, store, options);
   const forwarder = new Forwarder(runtime);
-  const log = options.log ?? ((msg: string) => console.log(msg));
+  const log = (msg: string) => runtime.logger.info(msg);
   let refusing = false;
   let server: http.Server | undefined;
   const serverFactory = (fastifyHandler: http.RequestListener) =>
