@@ -12,6 +12,7 @@ import { REGISTRY_EVENTS_CLIENT, RegistryEventsService } from './events/registry
 import { DebugModule } from './debug/debug.module';
 import { LeasesModule } from './leases/leases.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { DashboardModule } from './dashboard/dashboard.module';
 
 @Module({})
 export class AppModule {
@@ -26,6 +27,7 @@ export class AppModule {
         MetricsModule,
         DebugModule,
         LeasesModule,
+        DashboardModule,
       ],
       exports: [CONTROL_PLANE_CONFIG, LOAD_STORE],
       controllers: [InstancesController, HealthController],
