@@ -209,5 +209,8 @@ describe('proxy routing, failover and liveness', () => {
     const missing = await fetch(`${proxyUrl}/v1/nothing-here`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
+    expect(await metric('switchyard_proxy_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
+    expect(await metric('switchyard_proxy_requests_total{route="/healthz",method="GET",status="200"}')).toBeGreaterThanOrEqual(1);
+    expect(await metric('switchyard_proxy_requests_total{route="/v1/chat/completions",method="POST",status="502"}')).toBe(1);
   });
 });

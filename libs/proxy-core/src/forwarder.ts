@@ -81,7 +81,6 @@ export class Forwarder {
 
   async handle(req: http.IncomingMessage, res: http.ServerResponse, route: string): Promise<void> {
     const { config, metrics } = this.rt;
-    res.once('finish', () => metrics.requests.inc({ route, method: 'POST', status: res.statusCode }));
     const requestId = (req.headers['x-request-id'] as string | undefined) || `${this.rt.proxyId}-${(++this.seq).toString(36)}`;
     res.setHeader('x-request-id', requestId);
     const t0 = performance.now();

@@ -15,7 +15,7 @@ export interface MetricsSource {
 /** The proxy's Prometheus metrics, in a registry of its own (single-process mode runs two apps in one process). */
 export class ProxyMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'switchyard_proxy_requests_total', help: 'HTTP responses by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  readonly requests = new Counter({ name: 'switchyard_proxy_requests_total', help: 'HTTP responses on every route, by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
   readonly upstreamDuration = new Histogram({ name: 'switchyard_proxy_upstream_duration_seconds', help: 'Time from forwarding to the end of the upstream body', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly upstreamTtfb = new Histogram({ name: 'switchyard_proxy_upstream_ttfb_seconds', help: 'Time from forwarding to the first upstream body byte', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly selections = new Counter({ name: 'switchyard_proxy_selections_total', help: 'Instances chosen, by strategy and instance', labelNames: ['strategy', 'instance_id'], registers: [this.registry] });

@@ -10,6 +10,15 @@ import type { ProxyConfig } from '../proxy-config';
 import { ProxyRuntime, ProxyRuntimeOptions } from '../proxy-runtime';
 import { ProxyModule } from './proxy.module';
 
+const SHELL_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/v1/models']);
+
+/** Every response by route, method and status; unknown paths and methods fold into one label each, so clients cannot blow up the series count. */
+function countResponse(runtime: ProxyRuntime, req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
+  const route = FORWARDED_ROUTES.has(path) || SHELL_ROUTES.has(path) ? path : 'unmatched';
+  const method = req.method === 'GET' || req.method === 'POST' ? req.method : 'other';
+  res.once('close', () => runtime.metrics.requests.inc({ route, method, status: res.statusCode }));
+}
+
 export interface ProxyApp {
   readonly runtime: ProxyRuntime;
   readonly app: NestFastifyApplication;
@@ -39,14 +48,15 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
   const serverFactory = (fastifyHandler: http.RequestListener) =>
     (server = http.createServer((req, res) => {
       runtime.exchanges.track(res);
+      const url = req.url ?? '/';
+      const q = url.indexOf('?');
+      const path = q < 0 ? url : url.slice(0, q);
+      countResponse(runtime, req, res, path);
       if (refusing) {
         // Past the settle window: kept-alive connections get a clear answer and are closed.
         res.shouldKeepAlive = false;
         return sendError(res, 503, errorBody('the proxy is draining; retry on another', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
       }
-      const url = req.url ?? '/';
-      const q = url.indexOf('?');
-      const path = q < 0 ? url : url.slice(0, q);
       if (req.method === 'POST' && FORWARDED_ROUTES.has(path)) return void forwarder.handle(req, res, path);
       fastifyHandler(req, res);
     }));
