@@ -84,10 +84,11 @@ describe('admission queue', () => {
         await sleep(5);
       }
     })();
-    const texts = await Promise.all(Array.from({ length: 10 }, (_, i) => streamText((i % 2 ? a : b).client, 30)));
+    // Long enough that all 10 have arrived well before the first finishes.
+    const texts = await Promise.all(Array.from({ length: 10 }, (_, i) => streamText((i % 2 ? a : b).client, 80)));
     sampling = false;
     await sampler;
-    expect(texts).toEqual(Array(10).fill(expected(30)));
+    expect(texts).toEqual(Array(10).fill(expected(80)));
     expect(maxRunning).toBe(2);
     expect(maxQueued).toBe(6);
     expect(await waitFor(async () => (await totalInflight()) === 0)).toBe(true);
@@ -98,6 +99,13 @@ describe('admission queue', () => {
     const holders = Array.from({ length: 4 }, () => streamText(p.client, 150));
     expect(await waitFor(async () => (await totalInflight()) === 4)).toBe(true);
     const post = () => fetch(`${p.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-llama', messages: [] }) });
+    // A client that leaves while queued leaves the queue.
+    const leaver = new AbortController();
+    const left = fetch(`${p.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-llama', messages: [] }), signal: leaver.signal }).catch((err: Error) => err.name);
+    expect(await waitFor(async () => /switchyard_proxy_queue_depth\{model="sim-llama"\} 1/.test(await (await fetch(`${p.url}/metrics`)).text()))).toBe(true);
+    leaver.abort();
+    expect(await left).toBe('AbortError');
+    expect(await waitFor(async () => !/switchyard_proxy_queue_depth\{model="sim-llama"\}/.test(await (await fetch(`${p.url}/metrics`)).text()))).toBe(true);
     const queued = post();
     expect(await waitFor(async () => /switchyard_proxy_queue_depth\{model="sim-llama"\} 1/.test(await (await fetch(`${p.url}/metrics`)).text()))).toBe(true);
     const full = await post();
@@ -127,6 +135,13 @@ describe('drain on SIGTERM', () => {
     expect(await waitFor(async () => (await fetch(`${p.url}/readyz`)).status === 503, 2000)).toBe(true);
     expect(await (await fetch(`${p.url}/readyz`)).json()).toMatchObject({ status: 'draining' });
     expect((await fetch(`${p.url}/healthz`)).status).toBe(200);
+    // The lease says so, and the control plane's debug view shows it.
+    expect(
+      await waitFor(async () => {
+        const view = (await (await fetch(`${cpUrl}/debug/instance_loads`)).json()) as { proxies: { proxy_id: string; draining: boolean }[] };
+        return view.proxies.some((x) => x.proxy_id.startsWith('drainer@') && x.draining);
+      }, 2000),
+    ).toBe(true);
     await sleep(1500);
     // Past the settle window: a new connection is refused, or a kept-alive one is answered 503 and closed.
     const late = await new Promise<number | string>((resolve) => {
