@@ -207,10 +207,13 @@ export class Forwarder {
     const exclude = avoidCooling ? this.excluded(tried) : tried;
     let result: AcquireResult | undefined;
     if (!this.rt.degraded) {
+      this.rt.pendingAcquires += 1;
       try {
         result = await this.rt.store.acquire({ proxyId: this.rt.proxyId, model, strategy: this.rt.config.ROUTING_STRATEGY, exclude });
       } catch (err) {
         this.rt.storeFailed(err);
+      } finally {
+        this.rt.pendingAcquires -= 1;
       }
     }
     result ??= this.localAcquire(model, exclude);

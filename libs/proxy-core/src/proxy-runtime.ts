@@ -27,6 +27,8 @@ export class ProxyRuntime {
   draining = false;
   readonly queued: Record<string, number> = {};
   degraded = false;
+  /** Store acquires sent and not yet answered. */
+  pendingAcquires = 0;
   lastStoreError = '';
   private timers: NodeJS.Timeout[] = [];
   private capacityListeners: (() => void)[] = [];
@@ -141,6 +143,9 @@ export class ProxyRuntime {
 
   /** Rewrites this proxy's shared contribution from its local truth, so a lost release heals. */
   async reconcile(): Promise<void> {
+    // An acquire still awaiting its answer has already counted in the store but not yet
+    // here; a rewrite sent now would erase it. Wait briefly for a quiet moment, then go anyway.
+    for (let i = 0; i < 25 && this.pendingAcquires > 0; i++) await new Promise((r) => setTimeout(r, 20));
     if (this.degraded) return;
     await this.store.reconcile(this.proxyId, this.counts.toRecord()).catch((err) => this.storeFailed(err));
   }
