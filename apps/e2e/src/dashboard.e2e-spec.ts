@@ -1,3 +1,6 @@
+// The callbacks given to page.evaluate run in the browser, so this file also needs the DOM types.
+/// <reference lib="dom" />
+/// <reference lib="dom.iterable" />
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
