@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { ClientsModule, Transport } from '@nestjs/microservices';
+import { LoggerModule } from 'nestjs-pino';
 import type { LoadStore } from '@switchyard/load-store';
 import { OpenAiErrorFilter } from '@switchyard/nest-common';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from './common/tokens';
@@ -23,6 +24,7 @@ export class AppModule {
       // Global so feature modules (debug, metrics, leases) get the config and the store.
       global: true,
       imports: [
+        LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
         ...(events ? [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])] : []),
         MetricsModule,
         DebugModule,
@@ -40,6 +42,25 @@ export class AppModule {
       ],
     };
   }
+}
+
+/** JSON logs: one line per request (method, url, status, duration, request id), never a body or a token; routine probes and heartbeats only at debug. */
+function pinoHttpOptions(config: ControlPlaneConfig) {
+  const routine = /\/heartbeat$|^\/(healthz|readyz|metrics)$|^\/v1\/instance\/heartbeat$/;
+  return {
+    level: config.LOG_LEVEL,
+    base: { app: 'control-plane' },
+    redact: ['req.headers.authorization'],
+    customLogLevel: (req: { url?: string }, res: { statusCode: number }, err?: Error) => {
+      if (err || res.statusCode >= 500) return 'error' as const;
+      if (res.statusCode >= 400) return 'warn' as const;
+      return routine.test((req.url ?? '').split('?')[0]) ? ('debug' as const) : ('info' as const);
+    },
+    serializers: {
+      req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+      res: (res: { statusCode: number }) => ({ status: res.statusCode }),
+    },
+  };
 }
 
 function redisTransportOptions(url: string) {

@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { Logger as PinoLogger } from 'nestjs-pino';
 import type { LoadStore } from '@switchyard/load-store';
 import { AppModule } from './app.module';
 import type { ControlPlaneConfig } from './config';
@@ -10,9 +11,10 @@ import type { ControlPlaneConfig } from './config';
 const BODY_LIMIT_BYTES = 256 * 1024;
 
 export async function createControlPlane(config: ControlPlaneConfig, store: LoadStore, events = true): Promise<NestFastifyApplication> {
-  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, store, events), new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES }), {
-    logger: ['log', 'warn', 'error'],
+  const app = await NestFactory.create<NestFastifyApplication>(AppModule.forRoot(config, store, events), new FastifyAdapter({ bodyLimit: BODY_LIMIT_BYTES, requestIdHeader: 'x-request-id' }), {
+    bufferLogs: true,
   });
+  app.useLogger(app.get(PinoLogger));
   if (!config.ADMIN_TOKEN) {
     new Logger('security').warn('ADMIN_TOKEN is not set: the admin API is open to anyone who can reach this port');
   }

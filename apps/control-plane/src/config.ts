@@ -9,6 +9,7 @@ const schema = z.object({
   INSTANCE_TTL_S: z.coerce.number().int().min(1).max(86_400).default(30),
   /** How often expired proxy leases are reaped; fractions allowed so tests and small fleets can sweep faster. */
   LEASE_SWEEP_S: z.coerce.number().min(0.1).max(3600).default(1),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
 export type ControlPlaneConfig = z.infer<typeof schema>;

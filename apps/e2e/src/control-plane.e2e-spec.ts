@@ -144,6 +144,22 @@ describe('control plane as a process', () => {
     sub.disconnect();
   });
 
+  it('logs one JSON line per request with its id and status, never the token or the body', async () => {
+    await fetch(`${base}/v1/instances`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': 'cp-log-1' },
+      body: JSON.stringify({ url: 'http://127.0.0.1:9', models: ['secret-model-name'] }),
+    });
+    let line: string | undefined;
+    for (let i = 0; i < 50 && !line; i++) {
+      line = cp.output.split('\n').find((l) => l.includes('cp-log-1') && l.includes('request completed'));
+      if (!line) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(JSON.parse(line as string)).toMatchObject({ req: { id: 'cp-log-1', method: 'POST', url: '/v1/instances' }, res: { status: 200 } });
+    expect(cp.output).not.toContain(TOKEN);
+    expect(cp.output).not.toContain('secret-model-name');
+  });
+
   it('stops at start on a bad config value, naming the variable', async () => {
     const bad = new AppProcess('apps/control-plane/src/main.ts', { INSTANCE_TTL_S: 'soon', PORT: '1' });
     expect(await bad.runToExit()).not.toBe(0);
