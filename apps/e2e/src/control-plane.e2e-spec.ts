@@ -148,7 +148,7 @@ describe('control plane as a process', () => {
     await fetch(`${base}/v1/instances`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': 'cp-log-1' },
-      body: JSON.stringify({ url: 'http://127.0.0.1:9', models: ['secret-model-name'] }),
+      body: JSON.stringify({ url: 'http://127.0.0.1:9', models: ['m-log'], meta: { note: 'secret-meta-value' } }),
     });
     let line: string | undefined;
     for (let i = 0; i < 50 && !line; i++) {
@@ -157,7 +157,7 @@ describe('control plane as a process', () => {
     }
     expect(JSON.parse(line as string)).toMatchObject({ req: { id: 'cp-log-1', method: 'POST', url: '/v1/instances' }, res: { status: 200 } });
     expect(cp.output).not.toContain(TOKEN);
-    expect(cp.output).not.toContain('secret-model-name');
+    expect(cp.output).not.toContain('secret-meta-value');
   });
 
   it('stops at start on a bad config value, naming the variable', async () => {
