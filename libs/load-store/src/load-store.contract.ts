@@ -136,6 +136,16 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
       expect([...seen].sort()).toEqual(['a', 'b', 'c']);
     });
 
+    it('round_robin walks mixed-case ids in byte order, as libs/routing does, whatever the server locale', async () => {
+      for (const id of ['b', 'a-c', 'B', '_z', 'ab', 'A', 'a']) await store.register(record(id));
+      const order: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
+        order.push(r.kind === 'acquired' ? r.instance_id : r.kind);
+      }
+      expect(order).toEqual(['A', 'B', '_z', 'a', 'a-c', 'ab', 'b']);
+    });
+
     it('random and power_of_two pick alive instances', async () => {
       for (const id of ['a', 'b']) await store.register(record(id));
       for (const strategy of ['random', 'power_of_two'] as const) {

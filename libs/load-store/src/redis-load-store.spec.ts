@@ -1,6 +1,10 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import Redis from 'ioredis';
-import { RedisServer } from '@switchyard/testing';
-import { describeLoadStoreContract } from './load-store.contract';
+import { freePort, RedisServer, waitForPort } from '@switchyard/testing';
+import { describeLoadStoreContract, record } from './load-store.contract';
 import { RedisLoadStore } from './redis-load-store';
 
 const server = new RedisServer();
@@ -55,6 +59,57 @@ describe('RedisLoadStore specifics', () => {
       expect(heard).toEqual(['full']);
     } finally {
       sub.disconnect();
+      await store.close();
+    }
+  });
+});
+
+/** en_US.UTF-8 compiled into a temp dir (its collation puts 'a' before 'B'), or null where the host cannot build it. */
+function collatingLocaleDir(): string | null {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-locale-'));
+  if (spawnSync('localedef', ['-i', 'en_US', '-f', 'UTF-8', path.join(dir, 'en_US.UTF-8')]).status === 0) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  return null;
+}
+
+const localeDir = collatingLocaleDir();
+
+// redis-server calls setlocale(LC_COLLATE, "") and Lua's string < is strcoll, so the host's locale reaches the scripts.
+(localeDir ? describe : describe.skip)('RedisLoadStore on a redis-server under en_US.UTF-8', () => {
+  let localeServer: ChildProcess;
+  let url = '';
+  beforeAll(async () => {
+    // RedisServer passes on this process's environment; this server needs its own locale.
+    const port = await freePort();
+    localeServer = spawn(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', localeDir as string], {
+      stdio: 'ignore',
+      env: { ...process.env, LOCPATH: localeDir as string, LC_ALL: 'en_US.UTF-8' },
+    });
+    await waitForPort(port);
+    url = `redis://127.0.0.1:${port}`;
+  });
+  afterAll(async () => {
+    if (localeServer.exitCode === null) {
+      await new Promise((resolve) => {
+        localeServer.once('exit', resolve);
+        localeServer.kill('SIGKILL');
+      });
+    }
+    rmSync(localeDir as string, { recursive: true, force: true });
+  });
+
+  it('walks round_robin in byte order, as the memory store does, though Lua itself collates by locale', async () => {
+    const store = new RedisLoadStore({ url, pool: 'locale' });
+    try {
+      expect(await store.redis.eval("return tostring('a' < 'B')", 0)).toBe('true');
+      for (const id of ['b', 'a-c', 'B', '_z', 'ab', 'A', 'a']) await store.register(record(id));
+      const order: string[] = [];
+      for (let i = 0; i < 7; i++) {
+        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
+        order.push(r.kind === 'acquired' ? r.instance_id : r.kind);
+      }
+      expect(order).toEqual(['A', 'B', '_z', 'a', 'a-c', 'ab', 'b']);
+    } finally {
       await store.close();
     }
   });

@@ -12,6 +12,20 @@ local function now_ms()
 end
 `;
 
+/**
+ * Lua's string < is strcoll, and redis-server takes LC_COLLATE from its environment
+ * (under en_US.UTF-8, 'a' < 'B'); compare bytes so the order is libs/routing's on every host.
+ */
+const BYTEWISE = `
+local function bytewise(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+`;
+
 /** ARGV: prefix, id, record JSON, url, weight, max_inflight ('' = none), ttl_ms, models JSON. Returns 1 when created. */
 export const REGISTER = `${NOW}
 local p, id = ARGV[1], ARGV[2]
@@ -72,13 +86,13 @@ return 1
  * Returns {1, id, url, inflight} or {code}: 0 unknown model, -1 none alive, -2 all full.
  * The pick mirrors libs/routing pick(); the store contract suite holds both to the same cases.
  */
-export const ACQUIRE = `${NOW}
+export const ACQUIRE = `${NOW}${BYTEWISE}
 local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ids = redis.call('SMEMBERS', p .. 'model:' .. model)
 if #ids == 0 then return {0} end
 local excluded = {}
 for _, id in ipairs(cjson.decode(ARGV[7])) do excluded[id] = true end
-table.sort(ids)
+table.sort(ids, bytewise)
 local now = now_ms()
 local inf = redis.call('HMGET', p .. 'inflight', unpack(ids))
 local exp = redis.call('HMGET', p .. 'exp', unpack(ids))
