@@ -285,5 +285,67 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
       expect(s2.version).toBeGreaterThan(s1.version);
       expect(s2.instances).toEqual([]);
     });
+
+    it('reads one instance as the pool read shows it, with every proxy contribution, and null for an unknown id', async () => {
+      await store.register(record('a'));
+      await store.register(record('b', { weight: 2, max_inflight: 5, tags: ['gpu'], meta: { zone: 'x' } }));
+      await store.heartbeat('a', { qps_1m: 2.5, gpu_util: 0 });
+      await store.renewLease({ proxy_id: 'p1', inflight_http: 0, queued: {}, draining: false, degraded: false }, 30_000);
+      await store.renewLease({ proxy_id: 'idle', inflight_http: 0, queued: {}, draining: false, degraded: false }, 30_000);
+      for (const [proxyId, id] of [['p1', 'a'], ['p1', 'a'], ['p2', 'a'], ['p2', 'b']]) {
+        await store.acquire({ proxyId, model: 'm', strategy: 'least_load', exclude: [id === 'a' ? 'b' : 'a'] });
+      }
+      const a = await store.getInstance('a');
+      expect(a?.load).toEqual({ inflight: 3, qps_1m: 2.5, gpu_util: 0 });
+      expect(a?.inflight_by_proxy).toEqual({ p1: 2, p2: 1 });
+      const b = await store.getInstance('b');
+      expect(b).toMatchObject({ weight: 2, max_inflight: 5, tags: ['gpu'], meta: { zone: 'x' }, is_alive: true });
+      expect(b?.load).toEqual({ inflight: 1, qps_1m: null, gpu_util: null });
+      expect(b?.inflight_by_proxy).toEqual({ p2: 1 });
+      expect(await store.listInstances()).toEqual([a, b]);
+      expect(await store.getInstance('c')).toBeNull();
+    });
+
+    it('reads instances and proxy leases together: a contribution shows on its instance and its proxy in the same read', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      await store.renewLease({ proxy_id: 'p1', inflight_http: 3, queued: { m: 2 }, draining: true, degraded: false }, 30_000);
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      await store.acquire({ proxyId: 'p2', model: 'm', strategy: 'least_load' });
+      const f = await store.fleet();
+      expect(f.instances.map((i) => [i.instance_id, i.load.inflight, i.inflight_by_proxy])).toEqual([
+        ['a', 1, { p1: 1 }],
+        ['b', 1, { p2: 1 }],
+      ]);
+      // p2 never renewed: it appears with the lease its first acquire opened, already due.
+      expect(f.proxies.map((p) => p.proxy_id)).toEqual(['p1', 'p2']);
+      expect(f.proxies[0]).toMatchObject({ inflight_http: 3, queued: { m: 2 }, draining: true, alive: true });
+      expect(f.proxies[1].lease_expires_at).toBeLessThanOrEqual(f.now);
+      expect(f.now).toBeGreaterThanOrEqual(f.instances[1].last_seen_at);
+      expect(f.instances.every((i) => i.is_alive)).toBe(true);
+      await store.dropLease('p2');
+      const after = await store.fleet();
+      expect(after.instances.map((i) => i.inflight_by_proxy)).toEqual([{ p1: 1 }, {}]);
+      expect(after.proxies.map((p) => p.proxy_id)).toEqual(['p1']);
+    });
+
+    it('keeps each fleet read consistent while other proxies acquire', async () => {
+      for (const id of ['a', 'b', 'c']) await store.register(record(id));
+      const reads: Promise<Awaited<ReturnType<LoadStore['fleet']>>>[] = [];
+      const acquires: Promise<unknown>[] = [];
+      for (let i = 0; i < 40; i++) {
+        acquires.push(store.acquire({ proxyId: `q${i}`, model: 'm', strategy: 'least_load' }));
+        if (i % 4 === 0) reads.push(store.fleet());
+      }
+      await Promise.all(acquires);
+      reads.push(store.fleet());
+      for (const f of await Promise.all(reads)) {
+        // Each q acquires once and only then holds a lease, so contributors and lease holders are the same set.
+        const contributors = f.instances.flatMap((i) => Object.keys(i.inflight_by_proxy)).sort();
+        expect(contributors).toEqual(f.proxies.map((p) => p.proxy_id));
+        expect(f.instances.reduce((s, i) => s + i.load.inflight, 0)).toBe(f.proxies.length);
+      }
+      expect((await reads[reads.length - 1]).proxies).toHaveLength(40);
+    });
   });
 }

@@ -20,6 +20,13 @@ export type AcquireResult =
   | { kind: 'none_alive' }
   | { kind: 'all_full' };
 
+/** Instances and proxy leases as they stood at one moment, `now`, on the store's clock. */
+export interface FleetState {
+  now: number;
+  instances: InstanceState[];
+  proxies: ProxyState[];
+}
+
 export interface RegisterResult {
   created: boolean;
   state: InstanceState;
@@ -39,6 +46,7 @@ export interface LoadStore {
   heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<boolean>;
   /** Removes an instance and every proxy's contribution to it; false when unknown. */
   remove(instanceId: string): Promise<boolean>;
+  /** One instance, with the same fields listInstances() gives it; null when unknown. */
   getInstance(instanceId: string): Promise<InstanceState | null>;
   listInstances(): Promise<InstanceState[]>;
   snapshot(): Promise<RegistrySnapshot>;
@@ -57,6 +65,8 @@ export interface LoadStore {
   /** Removes the contributions of every proxy whose lease has expired; returns their ids. */
   reapExpiredLeases(): Promise<string[]>;
   listProxies(): Promise<ProxyState[]>;
+  /** Instances and proxies in one consistent read, so every contribution shown belongs to a proxy in the same list. */
+  fleet(): Promise<FleetState>;
 
   /** Resolves when the store answers. */
   ping(): Promise<void>;

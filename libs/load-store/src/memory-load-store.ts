@@ -1,6 +1,6 @@
 import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
-import type { AcquireRequest, AcquireResult, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
+import type { AcquireRequest, AcquireResult, FleetState, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
 
 interface Entry {
   record: InstanceRecord;
@@ -69,8 +69,7 @@ export class MemoryLoadStore implements LoadStore {
   }
 
   async listInstances(): Promise<InstanceState[]> {
-    const now = this.now();
-    return [...this.instances.values()].map((e) => this.toState(e, now)).sort(byId);
+    return this.instancesAt(this.now());
   }
 
   async snapshot(): Promise<RegistrySnapshot> {
@@ -159,10 +158,12 @@ export class MemoryLoadStore implements LoadStore {
   }
 
   async listProxies(): Promise<ProxyState[]> {
+    return this.proxiesAt(this.now());
+  }
+
+  async fleet(): Promise<FleetState> {
     const now = this.now();
-    return [...this.leases.values()]
-      .map((l) => ({ ...l.info, alive: l.expiresAt >= now, lease_expires_at: l.expiresAt, last_seen_at: l.lastSeen }))
-      .sort((a, b) => (a.proxy_id < b.proxy_id ? -1 : 1));
+    return { now, instances: this.instancesAt(now), proxies: this.proxiesAt(now) };
   }
 
   async ping(): Promise<void> {}
@@ -182,6 +183,16 @@ export class MemoryLoadStore implements LoadStore {
       this.leases.set(proxyId, lease);
     }
     return lease;
+  }
+
+  private instancesAt(now: number): InstanceState[] {
+    return [...this.instances.values()].map((e) => this.toState(e, now)).sort(byId);
+  }
+
+  private proxiesAt(now: number): ProxyState[] {
+    return [...this.leases.values()]
+      .map((l) => ({ ...l.info, alive: l.expiresAt >= now, lease_expires_at: l.expiresAt, last_seen_at: l.lastSeen }))
+      .sort((a, b) => (a.proxy_id < b.proxy_id ? -1 : 1));
   }
 
   private subtract(lease: Lease): void {

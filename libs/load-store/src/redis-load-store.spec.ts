@@ -64,6 +64,34 @@ describe('RedisLoadStore specifics', () => {
   });
 });
 
+describe('RedisLoadStore fleet read across clients', () => {
+  it('never shows a contribution whose proxy is missing from the same read, while another client acquires', async () => {
+    const reader = new RedisLoadStore({ url: server.url, pool: 'fleet' });
+    const writer = new RedisLoadStore({ url: server.url, pool: 'fleet' });
+    try {
+      for (const id of ['a', 'b']) await reader.register(record(id));
+      // One acquire per round trip, so the writer's commands land between any two of the reader's.
+      let writing = true;
+      const written = (async () => {
+        for (let i = 0; i < 60; i++) await writer.acquire({ proxyId: `q${i}`, model: 'm', strategy: 'least_load' });
+        writing = false;
+      })();
+      let reads = 0;
+      while (writing) {
+        const f = await reader.fleet();
+        const contributors = f.instances.flatMap((i) => Object.keys(i.inflight_by_proxy)).sort();
+        expect(contributors).toEqual(f.proxies.map((p) => p.proxy_id));
+        reads += 1;
+      }
+      await written;
+      expect(reads).toBeGreaterThan(1);
+    } finally {
+      await reader.close();
+      await writer.close();
+    }
+  });
+});
+
 /** en_US.UTF-8 compiled into a temp dir (its collation puts 'a' before 'B'), or null where the host cannot build it. */
 function collatingLocaleDir(): string | null {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-locale-'));

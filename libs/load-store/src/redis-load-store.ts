@@ -1,6 +1,6 @@
 import Redis, { RedisOptions } from 'ioredis';
 import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
-import type { AcquireRequest, AcquireResult, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
+import type { AcquireRequest, AcquireResult, FleetState, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
 import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
@@ -15,7 +15,7 @@ export interface RedisLoadStoreOptions {
   random?: () => number;
 }
 
-type ScriptName = 'syRegister' | 'syHeartbeat' | 'syRemove' | 'syAcquire' | 'syRelease' | 'syReconcile' | 'syRenewLease' | 'syDropLease' | 'syReap' | 'syDump';
+type ScriptName = 'syRegister' | 'syHeartbeat' | 'syRemove' | 'syAcquire' | 'syRelease' | 'syReconcile' | 'syRenewLease' | 'syDropLease' | 'syReap' | 'syDump' | 'syInstance';
 type ScriptFn = (key: string, ...args: (string | number)[]) => Promise<unknown>;
 
 const SCRIPTS: Record<ScriptName, string> = {
@@ -29,7 +29,37 @@ const SCRIPTS: Record<ScriptName, string> = {
   syDropLease: scripts.DROP_LEASE,
   syReap: scripts.REAP,
   syDump: scripts.DUMP,
+  syInstance: scripts.INSTANCE,
 };
+
+/** One instance's fields as the scripts read them; null or undefined where its hash has no entry. */
+type Field = string | null | undefined;
+interface InstanceFields {
+  rec: string;
+  reg: Field;
+  seen: Field;
+  qps: Field;
+  gpu: Field;
+  inflight: Field;
+  byProxy: Record<string, number>;
+}
+
+function toInstanceState(f: InstanceFields, now: number): InstanceState {
+  const record = JSON.parse(f.rec) as Omit<InstanceRecord, 'registered_at'>;
+  const lastSeen = Number(f.seen);
+  return {
+    ...record,
+    registered_at: Number(f.reg),
+    last_seen_at: lastSeen,
+    is_alive: now - lastSeen <= record.ttl_s * 1000,
+    load: {
+      inflight: Number(f.inflight ?? 0),
+      qps_1m: f.qps == null ? null : Number(f.qps),
+      gpu_util: f.gpu == null ? null : Number(f.gpu),
+    },
+    inflight_by_proxy: f.byProxy,
+  };
+}
 
 const DEFAULT_INFO = (proxyId: string): ProxyInfo => ({ proxy_id: proxyId, inflight_http: 0, queued: {}, draining: false, degraded: false });
 
@@ -94,7 +124,12 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async getInstance(instanceId: string): Promise<InstanceState | null> {
-    return (await this.listInstances()).find((s) => s.instance_id === instanceId) ?? null;
+    const raw = (await this.run('syInstance', instanceId)) as [number, string, Field, Field, Field, Field, Field, string[]] | null;
+    if (!raw) return null;
+    const [now, rec, reg, seen, qps, gpu, inflight, flat] = raw;
+    const byProxy: Record<string, number> = {};
+    for (let i = 0; i < flat.length; i += 2) byProxy[flat[i]] = Number(flat[i + 1]);
+    return toInstanceState({ rec, reg, seen, qps, gpu, inflight, byProxy }, now);
   }
 
   async listInstances(): Promise<InstanceState[]> {
@@ -158,6 +193,11 @@ export class RedisLoadStore implements LoadStore {
     return (await this.dump()).proxies;
   }
 
+  async fleet(): Promise<FleetState> {
+    const { now, instances, proxies } = await this.dump();
+    return { now, instances, proxies };
+  }
+
   async ping(): Promise<void> {
     await this.redis.ping();
   }
@@ -190,19 +230,13 @@ export class RedisLoadStore implements LoadStore {
     }
     const instances: InstanceState[] = [];
     for (let i = 0; i < rec.length; i += 2) {
-      const record = JSON.parse(rec[i + 1]) as Omit<InstanceRecord, 'registered_at'>;
       const id = rec[i];
-      const lastSeen = Number(seenM.get(id));
-      const q = qpsM.get(id);
-      const g = gpuM.get(id);
-      instances.push({
-        ...record,
-        registered_at: Number(regM.get(id)),
-        last_seen_at: lastSeen,
-        is_alive: now - lastSeen <= record.ttl_s * 1000,
-        load: { inflight: Number(infM.get(id) ?? 0), qps_1m: q === undefined ? null : Number(q), gpu_util: g === undefined ? null : Number(g) },
-        inflight_by_proxy: byInstance.get(id) ?? {},
-      });
+      instances.push(
+        toInstanceState(
+          { rec: rec[i + 1], reg: regM.get(id), seen: seenM.get(id), qps: qpsM.get(id), gpu: gpuM.get(id), inflight: infM.get(id), byProxy: byInstance.get(id) ?? {} },
+          now,
+        ),
+      );
     }
     instances.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0));
     const proxies: ProxyState[] = [];

@@ -254,3 +254,27 @@ for i = 1, #leases, 2 do
 end
 return out
 `;
+
+/**
+ * ARGV: prefix, id. One instance read at one moment, without the rest of the pool:
+ * {now, rec, reg, seen, qps, gpu, inflight, {proxy, n, ...}} (false where never written), or nil when unknown.
+ */
+export const INSTANCE = `${NOW}
+local p, id = ARGV[1], ARGV[2]
+local rec = redis.call('HGET', p .. 'rec', id)
+if not rec then return false end
+local out = { now_ms(), rec }
+for _, h in ipairs({'reg', 'seen', 'qps', 'gpu', 'inflight'}) do
+  out[#out + 1] = redis.call('HGET', p .. h, id)
+end
+local by = {}
+for _, proxy in ipairs(redis.call('ZRANGE', p .. 'leases', 0, -1)) do
+  local n = redis.call('HGET', p .. 'contrib:' .. proxy, id)
+  if n then
+    by[#by + 1] = proxy
+    by[#by + 1] = n
+  end
+end
+out[#out + 1] = by
+return out
+`;
