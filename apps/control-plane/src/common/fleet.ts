@@ -1,16 +1,13 @@
 import { HttpException } from '@nestjs/common';
-import { errorBody, InstanceState, ProxyState } from '@switchyard/contracts';
-import type { LoadStore } from '@switchyard/load-store';
+import { errorBody } from '@switchyard/contracts';
+import type { FleetState, LoadStore } from '@switchyard/load-store';
 
-/** Everything the debug view, status and metrics are computed from. */
-export interface Fleet {
-  instances: InstanceState[];
-  proxies: ProxyState[];
-}
+/** Everything the debug view, status and metrics are computed from: instances and proxies as of one moment on the store's clock. */
+export type Fleet = FleetState;
 
-export async function readFleet(store: LoadStore): Promise<Fleet> {
-  const [instances, proxies] = await Promise.all([store.listInstances(), store.listProxies()]);
-  return { instances, proxies };
+/** One store read, so a contribution shown on an instance always belongs to a proxy in the same list. */
+export function readFleet(store: LoadStore): Promise<Fleet> {
+  return store.fleet();
 }
 
 export const storeUnavailable = (err: unknown) =>

@@ -11,9 +11,9 @@ function sample(text: string, series: string): number | undefined {
 
 class FlakyStore extends MemoryLoadStore {
   down = false;
-  override async listInstances() {
+  override async fleet() {
     if (this.down) throw new Error('connection refused');
-    return super.listInstances();
+    return super.fleet();
   }
 }
 
@@ -61,7 +61,7 @@ describe('ControlPlaneMetrics', () => {
   });
 
   it('reads the store once per scrape', async () => {
-    const reads = jest.spyOn(store, 'listInstances');
+    const reads = jest.spyOn(store, 'fleet');
     await metrics.registry.metrics();
     expect(reads).toHaveBeenCalledTimes(1);
     await metrics.registry.metrics();
