@@ -1,5 +1,5 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Redis from 'ioredis';
@@ -92,38 +92,35 @@ describe('RedisLoadStore fleet read across clients', () => {
   });
 });
 
-/** en_US.UTF-8 compiled into a temp dir (its collation puts 'a' before 'B'), or null where the host cannot build it. */
-function collatingLocaleDir(): string | null {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-locale-'));
-  if (spawnSync('localedef', ['-i', 'en_US', '-f', 'UTF-8', path.join(dir, 'en_US.UTF-8')]).status === 0) return dir;
-  rmSync(dir, { recursive: true, force: true });
-  return null;
-}
-
-const localeDir = collatingLocaleDir();
+// Where glibc's locale sources are installed, localedef can build en_US.UTF-8, whose collation puts 'a' before 'B'.
+const canBuildLocale = existsSync('/usr/share/i18n/locales/en_US') && spawnSync('localedef', ['--help']).status === 0;
 
 // redis-server calls setlocale(LC_COLLATE, "") and Lua's string < is strcoll, so the host's locale reaches the scripts.
-(localeDir ? describe : describe.skip)('RedisLoadStore on a redis-server under en_US.UTF-8', () => {
+(canBuildLocale ? describe : describe.skip)('RedisLoadStore on a redis-server under en_US.UTF-8', () => {
+  let localeDir = '';
   let localeServer: ChildProcess;
   let url = '';
   beforeAll(async () => {
+    localeDir = mkdtempSync(path.join(os.tmpdir(), 'sy-locale-'));
+    const built = spawnSync('localedef', ['-i', 'en_US', '-f', 'UTF-8', path.join(localeDir, 'en_US.UTF-8')]);
+    if (built.status !== 0) throw new Error(`localedef failed: ${built.stderr}`);
     // RedisServer passes on this process's environment; this server needs its own locale.
     const port = await freePort();
-    localeServer = spawn(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', localeDir as string], {
+    localeServer = spawn(process.env.REDIS_SERVER_BIN ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', localeDir], {
       stdio: 'ignore',
-      env: { ...process.env, LOCPATH: localeDir as string, LC_ALL: 'en_US.UTF-8' },
+      env: { ...process.env, LOCPATH: localeDir, LC_ALL: 'en_US.UTF-8' },
     });
     await waitForPort(port);
     url = `redis://127.0.0.1:${port}`;
   });
   afterAll(async () => {
-    if (localeServer.exitCode === null) {
+    if (localeServer && localeServer.exitCode === null) {
       await new Promise((resolve) => {
         localeServer.once('exit', resolve);
         localeServer.kill('SIGKILL');
       });
     }
-    rmSync(localeDir as string, { recursive: true, force: true });
+    if (localeDir) rmSync(localeDir, { recursive: true, force: true });
   });
 
   it('walks round_robin in byte order, as the memory store does, though Lua itself collates by locale', async () => {
