@@ -1,0 +1,147 @@
+/**
+ * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance] [--out file.md]`.
+ * Loopback only, bounded in time, and every process it starts is stopped when it ends.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BalanceResult, BalanceSettings, runBalance, StrategyKey } from './balance';
+import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
+import { ProcessGroup, ROOT, which } from './procs';
+import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
+
+interface Options {
+  quick: boolean;
+  only?: 'overhead' | 'balance';
+  out: string;
+}
+
+function parseArgs(argv: string[]): Options {
+  const opts: Options = { quick: false, out: path.join(ROOT, 'docs/benchmarks.md') };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, inline] = argv[i].split('=', 2);
+    const value = () => inline ?? argv[++i];
+    if (flag === '--quick') opts.quick = true;
+    else if (flag === '--only') {
+      const v = value();
+      if (v !== 'overhead' && v !== 'balance') throw new Error(`--only: overhead or balance, not '${v}'`);
+      opts.only = v;
+    } else if (flag === '--out') opts.out = path.resolve(value());
+    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance, --out <file.md>)`);
+  }
+  return opts;
+}
+
+function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; limitS: number } {
+  const balance: BalanceSettings = {
+    instances: 8,
+    proxies: 4,
+    sim: { MAX_BATCH: 8, TTFT_BASE_MS: 30, TOKEN_MS: 10, TOKEN_MS_PER_BATCH: 2 },
+    lengths: { shortMin: 4, shortMax: 12, longShare: 0.1, longFactor: 10 },
+    loads: [0.7, 0.9],
+    durationS: quick ? 6 : 60,
+    warmupS: quick ? 1 : 5,
+    capacityS: quick ? 3 : 10,
+    sampleMs: 100,
+    seed: 20_26,
+  };
+  const overhead: OverheadSettings = quick
+    ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
+    : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
+  return { overhead, balance, limitS: quick ? 240 : 1500 };
+}
+
+const STRATEGY_ORDER: StrategyKey[] = ['round_robin', 'local_least_load', 'shared_least_load', 'global_least_load'];
+
+/** A command's stdout and stderr together (nginx -v and haproxy -v differ in which they use). */
+function sh(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { cwd: ROOT, encoding: 'utf8' });
+  return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+}
+
+function machineFacts(mode: 'quick' | 'full', argv: string[]): MachineFacts {
+  const dirty = sh('git', ['status', '--porcelain', '--', 'apps', 'libs']).split('\n').filter(Boolean).length;
+  const firstLine = (s: string) => s.split('\n')[0];
+  const tools: Record<string, string> = {};
+  if (which('wrk')) tools.wrk = firstLine(sh('wrk', ['--version'])).split(' ')[1] ?? '?';
+  if (which('nginx')) tools.nginx = sh('nginx', ['-v']).replace(/^nginx version: nginx\//, '');
+  if (which('haproxy')) tools.HAProxy = firstLine(sh('haproxy', ['-v'])).replace(/^HAProxy version (\S+).*/, '$1');
+  tools['redis-server'] = (/v=(\S+)/.exec(sh('redis-server', ['--version'])) ?? [])[1] ?? '?';
+  return {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    command: `npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}`,
+    mode,
+    commit: `${sh('git', ['rev-parse', '--short', 'HEAD'])}${dirty ? ` + uncommitted changes to ${dirty} file(s) in apps/, libs/` : ''}`,
+    nproc: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    loadAvgAtStart: os.loadavg().map((l) => l.toFixed(2)).join(' '),
+    tools,
+    elapsedS: 0,
+  };
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const opts = parseArgs(argv);
+  const mode = opts.quick ? 'quick' : 'full';
+  const { overhead: oSettings, balance: bSettings, limitS } = settingsFor(opts.quick);
+  const t0 = performance.now();
+  const log = (m: string) => console.log(`[bench +${((performance.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${m}`);
+  if (!which('wrk') && opts.only !== 'balance') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
+  const facts = machineFacts(mode, argv);
+  log(`${mode} run at ${facts.commit}; ${facts.nproc} CPUs, load ${facts.loadAvgAtStart}; time limit ${limitS} s`);
+  const started = performance.now();
+  const group = new ProcessGroup();
+  let exiting = false;
+  const abort = async (why: string, code: number) => {
+    if (exiting) return;
+    exiting = true;
+    console.error(`[bench] ${why}: stopping every process it started`);
+    await group.stopAll().catch(() => undefined);
+    process.exit(code);
+  };
+  const watchdog = setTimeout(() => void abort(`time limit of ${limitS} s reached`, 2), limitS * 1000);
+  watchdog.unref();
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => void abort(`got ${signal}`, 130));
+  process.once('uncaughtException', (err) => void abort(`uncaught ${err.stack ?? err}`, 1));
+  process.once('unhandledRejection', (err) => void abort(`unhandled rejection ${(err as Error)?.stack ?? err}`, 1));
+
+  let overhead: OverheadResult | undefined;
+  let balance: BalanceResult | undefined;
+  try {
+    if (opts.only !== 'balance') {
+      log('1. overhead: direct, Switchyard, nginx, HAProxy');
+      overhead = await runOverhead(group, oSettings, log);
+    }
+    if (opts.only !== 'overhead') {
+      log(`2. balance: ${bSettings.instances} sims, ${bSettings.proxies} proxies, ${bSettings.loads.map((l) => `${l * 100}%`).join(' and ')} load, ${bSettings.durationS} s each`);
+      balance = await runBalance(group, bSettings, STRATEGY_ORDER, log);
+    }
+  } finally {
+    await group.stopAll();
+  }
+  clearTimeout(watchdog);
+  facts.elapsedS = (performance.now() - started) / 1000;
+
+  const svgName = 'benchmarks-p99-ttft.svg';
+  mkdirSync(path.dirname(opts.out), { recursive: true });
+  if (balance) writeFileSync(path.join(path.dirname(opts.out), svgName), ttftSvg(balance, `p99 TTFT by strategy and load (${mode} run, ${facts.date.slice(0, 10)}, ${facts.commit.split(' ')[0]})`));
+  writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + '\n');
+  const resultsDir = path.join(ROOT, 'tools/bench/results');
+  mkdirSync(resultsDir, { recursive: true });
+  writeFileSync(path.join(resultsDir, `${mode}.json`), JSON.stringify({ facts, overhead, balance }, null, 1) + '\n');
+  for (const t of evaluateTargets(overhead, balance)) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
+  log(`wrote ${path.relative(ROOT, opts.out)} in ${facts.elapsedS.toFixed(0)} s`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(`[bench] failed: ${(err as Error)?.stack ?? err}`);
+    process.exit(1);
+  },
+);
