@@ -24,7 +24,7 @@ module.exports = [
             { sourceTag: 'scope:sim', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:config'] },
             { sourceTag: 'scope:nest-common', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:cli-core', onlyDependOnLibsWithTags: ['scope:contracts'] },
-            { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store', 'scope:config', 'scope:nest-common'] },
+            { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store', 'scope:config', 'scope:nest-common', 'scope:testing'] },
           ],
         },
       ],
