@@ -1,6 +1,6 @@
 import http from 'node:http';
 import OpenAI from 'openai';
-import { freePort, RedisServer } from '@switchyard/testing';
+import { freePort, RedisServer, sleep, waitFor } from '@switchyard/testing';
 import { AppProcess } from './processes';
 
 jest.setTimeout(120_000);
@@ -10,15 +10,6 @@ const procs: AppProcess[] = [];
 let cpUrl = '';
 const simUrls: string[] = [];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const waitFor = async (cond: () => Promise<boolean>, ms = 10_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await sleep(25);
-  }
-  return cond();
-};
 type Inst = { instance_id: string; load: { inflight: number } };
 const totalInflight = async () =>
   (((await (await fetch(`${cpUrl}/v1/instances`)).json()) as { instances: Inst[] }).instances).reduce((s, i) => s + i.load.inflight, 0);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import OpenAI from 'openai';
-import { freePort, RedisServer } from '@switchyard/testing';
+import { freePort, RedisServer, sleep, waitFor } from '@switchyard/testing';
 import type { InstanceLoadsResponse } from '@switchyard/contracts';
 import { AppProcess } from './processes';
 
@@ -16,15 +16,6 @@ let cpUrl = '';
 const sims: AppProcess[] = [];
 const proxies: { proc: AppProcess; url: string }[] = [];
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const waitFor = async (cond: () => Promise<boolean>, ms = 15_000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond().catch(() => false)) return true;
-    await sleep(50);
-  }
-  return cond().catch(() => false);
-};
 const loads = async () => (await (await fetch(`${cpUrl}/debug/instance_loads`)).json()) as InstanceLoadsResponse;
 const total = async () => (await loads()).instances.reduce((s, i) => s + i.inflight, 0);
 

@@ -1,5 +1,5 @@
 import OpenAI, { APIError } from 'openai';
-import { freePort, RedisServer } from '@switchyard/testing';
+import { freePort, RedisServer, waitFor } from '@switchyard/testing';
 import { answerJson, chatCompletion, FakeUpstream, sseChunk } from './fake-upstream';
 import { AppProcess } from './processes';
 
@@ -15,14 +15,6 @@ let cpUrl = '';
 let proxyUrl = '';
 let client: OpenAI;
 
-const waitFor = async (cond: () => Promise<boolean>, ms = 8000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
-};
 
 type Inst = { instance_id: string; is_alive: boolean; load: { inflight: number } };
 const instances = async (): Promise<Inst[]> => ((await (await fetch(`${cpUrl}/v1/instances?include_dead=true`)).json()) as { instances: Inst[] }).instances;

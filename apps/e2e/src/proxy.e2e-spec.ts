@@ -1,6 +1,6 @@
 import http from 'node:http';
 import OpenAI from 'openai';
-import { freePort, RedisServer } from '@switchyard/testing';
+import { freePort, RedisServer, waitFor } from '@switchyard/testing';
 import { AppProcess } from './processes';
 
 jest.setTimeout(90_000);
@@ -14,14 +14,6 @@ const simPorts: number[] = [];
 type Inst = { instance_id: string; load: { inflight: number } };
 const instances = async (): Promise<Inst[]> => ((await (await fetch(`${cpUrl}/v1/instances`)).json()) as { instances: Inst[] }).instances;
 const totalInflight = async () => (await instances()).reduce((s, i) => s + i.load.inflight, 0);
-const waitFor = async (cond: () => Promise<boolean>, ms = 5000) => {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return cond();
-};
 
 beforeAll(async () => {
   await redis.start();

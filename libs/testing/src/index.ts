@@ -1,1 +1,2 @@
 export * from './redis-server';
+export * from './wait';
