@@ -23,9 +23,19 @@ export class AppProcess {
     return child;
   }
 
+  /** Starts the process and waits for its port; a process that exits first, or never listens, fails with what it printed. */
   async start(port: number): Promise<this> {
-    this.spawn({ PORT: String(port) });
-    await waitForPort(port, 20_000);
+    const child = this.spawn({ PORT: String(port) });
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code, signal) => reject(new Error(`${this.entry} exited (${code ?? signal}) before listening on ${port}:\n${this.output.slice(-2000)}`))),
+    );
+    try {
+      await Promise.race([waitForPort(port, 30_000), exited]);
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw new Error(`${(err as Error).message}\n${this.output.slice(-2000)}`);
+    }
+    exited.catch(() => undefined);
     return this;
   }
 

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import net from 'node:net';
 import { freePort } from '@switchyard/testing';
 import { AppProcess } from './processes';
 
@@ -7,7 +8,9 @@ jest.setTimeout(60_000);
 it('npm start brings up a gateway on the memory store with two simulated instances that answers a chat completion', async () => {
   const port = await freePort();
   const cpPort = await freePort();
-  const simBase = await freePort();
+  // The two sims take SIM_BASE_PORT and the port after it: both must be free.
+  let simBase = await freePort();
+  while (!(await isFree(simBase + 1))) simBase = await freePort();
   const env: Record<string, string> = { CONTROL_PLANE_PORT: String(cpPort), SIM_BASE_PORT: String(simBase), REDIS_URL: '' };
   const gw = await new AppProcess('apps/control-plane/src/single-process.ts', env).start(port);
   try {
@@ -25,3 +28,11 @@ it('npm start brings up a gateway on the memory store with two simulated instanc
     await gw.stop();
   }
 });
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
