@@ -3,8 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, RedisServer } from '@switchyard/testing';
 import { Endpoint, InstanceSpec, registerInRedis, registerViaControlPlane, startControlPlane, startProxy, startRedis } from './fleet';
 import { getJson, post, until } from './http-util';
-import type { ProcessGroup } from './procs';
-import { LengthMix, mean, meanOutputLength, outputLength, percentile, poissonArrivals, seededRandom, SpreadSummary, summarizeSpreads } from './stats';
+import { readFileSync } from 'node:fs';
+import { CLOCK_TICKS, ProcessGroup } from './procs';
+import { busyShare, cpuTicksFromStat, LengthMix, mean, meanOutputLength, outputLength, percentile, poissonArrivals, seededRandom, SpreadSummary, summarizeSpreads } from './stats';
 
 export type StrategyKey = 'round_robin' | 'local_least_load' | 'shared_least_load' | 'global_least_load';
 
@@ -31,9 +32,13 @@ export interface BalanceSettings {
   durationS: number;
   /** Requests sent before this are load, not measurement (the fleet starts empty). */
   warmupS: number;
+  /** Unmeasured short requests at half load through freshly started proxies before their first measured run. */
+  proxyWarmupS: number;
   capacityS: number;
   sampleMs: number;
   seed: number;
+  /** Every strategy runs once per round, in reverse order every other round; a strategy's rounds are pooled. */
+  rounds: number;
 }
 
 export interface LoadResult {
@@ -48,6 +53,10 @@ export interface LoadResult {
   e2eP99Ms: number;
   spread: SpreadSummary;
   meanInflight: number;
+  /** Share of the machine's CPU busy while requests arrived (everything: harness, proxies, sims, Redis, other tenants). */
+  machineBusy: number;
+  /** CPU time of all the strategy's proxies over the run, per request sent. */
+  proxyCpuUsPerReq: number;
 }
 
 export interface BalanceResult {
@@ -88,21 +97,64 @@ export async function runBalance(group: ProcessGroup, settings: BalanceSettings,
   const cp = await startControlPlane(group, shared.url);
   await registerViaControlPlane(cp.url, sims);
 
-  const runs: BalanceResult['runs'] = [];
-  for (const strategy of order) {
-    const { proxies, stop } = await startStrategy(group, strategy, settings, shared.url, sims);
-    const loads: LoadResult[] = [];
-    for (const [li, load] of settings.loads.entries()) {
-      const r = await runLoad(proxies.map((p) => p.url), sims, settings, load, usedPerS * load, settings.seed + li);
-      loads.push(r);
-      log(
-        `${strategy.padEnd(17)} ${(load * 100).toFixed(0)}%  ${r.measured} req  TTFT p50 ${r.ttftP50Ms.toFixed(0)} p99 ${r.ttftP99Ms.toFixed(0)} ms  e2e p50 ${r.e2eP50Ms.toFixed(0)} p99 ${r.e2eP99Ms.toFixed(0)} ms  spread mean ${r.spread.mean.toFixed(2)} max ${r.spread.max}  errors ${r.errors}`,
-      );
+  const raw = new Map<StrategyKey, RawLoad[][]>(order.map((k) => [k, settings.loads.map(() => [])]));
+  for (let round = 0; round < settings.rounds; round++) {
+    for (const strategy of round % 2 === 0 ? order : [...order].reverse()) {
+      const { proxies, stop } = await startStrategy(group, strategy, settings, shared.url, sims);
+      const urls = proxies.map((p) => p.url);
+      const pids = proxies.map((p) => p.proc.pid);
+      const shortOnly = { ...settings.lengths, longShare: 0 };
+      await runLoad(urls, pids, sims, { load: 0.5, ratePerS: usedPerS * 0.5, seed: settings.seed - 1, durationS: settings.proxyWarmupS, warmupS: settings.proxyWarmupS, lengths: shortOnly, sampleMs: settings.sampleMs });
+      for (const [li, load] of settings.loads.entries()) {
+        // The same seed for every strategy within a round: the same arrival times and lengths.
+        const seed = settings.seed + 1000 * round + li;
+        const r = await runLoad(urls, pids, sims, { load, ratePerS: usedPerS * load, seed, durationS: settings.durationS, warmupS: settings.warmupS, lengths: settings.lengths, sampleMs: settings.sampleMs });
+        raw.get(strategy)?.[li].push(r);
+        const x = summarizeLoad(load, [r]);
+        log(
+          `${settings.rounds > 1 ? `round ${round + 1} ` : ''}${strategy.padEnd(17)} ${(load * 100).toFixed(0)}%  ${x.measured} req  TTFT p50 ${x.ttftP50Ms.toFixed(0)} p99 ${x.ttftP99Ms.toFixed(0)} ms  e2e p50 ${x.e2eP50Ms.toFixed(0)} p99 ${x.e2eP99Ms.toFixed(0)} ms  spread mean ${x.spread.mean.toFixed(2)} max ${x.spread.max}  proxies ${x.proxyCpuUsPerReq.toFixed(0)} µs/req  machine ${(x.machineBusy * 100).toFixed(0)}% busy  errors ${x.errors}`,
+        );
+      }
+      await stop();
     }
-    runs.push({ strategy, loads });
-    await stop();
   }
+  const runs = order.map((strategy) => ({ strategy, loads: settings.loads.map((load, li) => summarizeLoad(load, raw.get(strategy)?.[li] ?? [])) }));
   return { settings, capacity: { formulaPerS, measuredPerS, usedPerS, meanOutputTokens }, runs };
+}
+
+/** What one run measured, kept raw so that rounds can be pooled before taking percentiles. */
+interface RawLoad {
+  ratePerS: number;
+  sent: number;
+  errors: number;
+  ttft: number[];
+  e2e: number[];
+  samples: number[][];
+  machineBusy: number;
+  proxyCpuUs: number;
+}
+
+function summarizeLoad(load: number, runs: RawLoad[]): LoadResult {
+  const all = <T>(pick: (r: RawLoad) => T[]) => runs.flatMap(pick);
+  const ttft = all((r) => r.ttft);
+  const e2e = all((r) => r.e2e);
+  const samples = all((r) => r.samples);
+  const sent = runs.reduce((a, r) => a + r.sent, 0);
+  return {
+    load,
+    ratePerS: mean(runs.map((r) => r.ratePerS)),
+    sent,
+    measured: ttft.length,
+    errors: runs.reduce((a, r) => a + r.errors, 0),
+    ttftP50Ms: percentile(ttft, 50),
+    ttftP99Ms: percentile(ttft, 99),
+    e2eP50Ms: percentile(e2e, 50),
+    e2eP99Ms: percentile(e2e, 99),
+    spread: summarizeSpreads(samples),
+    meanInflight: mean(samples.map((c) => c.reduce((a, b) => a + b, 0))),
+    machineBusy: mean(runs.map((r) => r.machineBusy)),
+    proxyCpuUsPerReq: runs.reduce((a, r) => a + r.proxyCpuUs, 0) / Math.max(1, sent),
+  };
 }
 
 async function startStrategy(
@@ -134,8 +186,8 @@ async function startStrategy(
   return {
     proxies,
     stop: async () => {
-      for (const p of proxies) await group.stop(p.proc);
-      for (const r of privateRedis) await r.stop();
+      await Promise.all(proxies.map((p) => group.stop(p.proc)));
+      await Promise.all(privateRedis.map((r) => r.stop()));
     },
   };
 }
@@ -150,31 +202,48 @@ async function sampleSims(sims: InstanceSpec[]): Promise<Sample> {
   return { counts: stats.map((x) => x.running + x.queued) };
 }
 
+interface LoadSpec {
+  load: number;
+  ratePerS: number;
+  seed: number;
+  durationS: number;
+  warmupS: number;
+  lengths: LengthMix;
+  sampleMs: number;
+}
+
+const procCpuTicks = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTicksFromStat(readFileSync(`/proc/${pid}/stat`, 'utf8')), 0);
+
 /** Open-loop Poisson load at `ratePerS`, spread over the proxies request by request; latencies from each request's scheduled send time. */
-async function runLoad(proxyUrls: string[], sims: InstanceSpec[], s: BalanceSettings, load: number, ratePerS: number, seed: number): Promise<LoadResult> {
-  const rand = seededRandom(seed);
-  const durationMs = s.durationS * 1000;
-  const warmupMs = s.warmupS * 1000;
+async function runLoad(proxyUrls: string[], proxyPids: number[], sims: InstanceSpec[], spec: LoadSpec): Promise<RawLoad> {
+  const { ratePerS } = spec;
+  const rand = seededRandom(spec.seed);
+  const durationMs = spec.durationS * 1000;
+  const warmupMs = spec.warmupS * 1000;
   const arrivals = poissonArrivals(ratePerS, durationMs, rand);
-  const lengths = arrivals.map(() => outputLength(s.lengths, rand));
+  const lengths = arrivals.map(() => outputLength(spec.lengths, rand));
+  const cpuBefore = procCpuTicks(proxyPids);
+  let statBefore = '';
+  let statAfter = '';
   const agents = proxyUrls.map(() => new http.Agent({ keepAlive: true, maxSockets: Infinity }));
   const ttft: number[] = [];
   const e2e: number[] = [];
   let errors = 0;
-  let measured = 0;
   const samples: Sample[] = [];
   const t0 = performance.now();
 
   let sampling = false;
   const sampler = setInterval(() => {
     const at = performance.now() - t0;
+    if (at >= warmupMs && !statBefore) statBefore = readFileSync('/proc/stat', 'utf8');
+    if (at > durationMs && !statAfter) statAfter = readFileSync('/proc/stat', 'utf8');
     if (sampling || at < warmupMs || at > durationMs) return;
     sampling = true;
     void sampleSims(sims)
       .then((x) => samples.push(x))
       .catch(() => undefined)
       .finally(() => (sampling = false));
-  }, s.sampleMs);
+  }, spec.sampleMs);
 
   const send = (i: number): Promise<void> =>
     new Promise((resolve) => {
@@ -199,7 +268,6 @@ async function runLoad(proxyUrls: string[], sims: InstanceSpec[], s: BalanceSett
           });
           res.on('end', () => {
             if (counted) {
-              measured += 1;
               ttft.push(first - scheduled);
               e2e.push(performance.now() - scheduled);
             }
@@ -224,24 +292,23 @@ async function runLoad(proxyUrls: string[], sims: InstanceSpec[], s: BalanceSett
     };
     tick();
   });
+  statAfter ||= readFileSync('/proc/stat', 'utf8');
   await Promise.all(pending);
   clearInterval(sampler);
+  const proxyCpuUs = ((procCpuTicks(proxyPids) - cpuBefore) / CLOCK_TICKS) * 1e6;
   for (const a of agents) a.destroy();
   // The next run starts from an empty fleet.
   await until('the sims to drain', async () => (await sampleSims(sims)).counts.every((c) => c === 0), 30_000);
   await sleep(200);
   return {
-    load,
     ratePerS,
     sent: arrivals.length,
-    measured,
     errors,
-    ttftP50Ms: percentile(ttft, 50),
-    ttftP99Ms: percentile(ttft, 99),
-    e2eP50Ms: percentile(e2e, 50),
-    e2eP99Ms: percentile(e2e, 99),
-    spread: summarizeSpreads(samples.map((x) => x.counts)),
-    meanInflight: mean(samples.map((x) => x.counts.reduce((a, b) => a + b, 0))),
+    ttft,
+    e2e,
+    samples: samples.map((x) => x.counts),
+    machineBusy: statBefore ? busyShare(statBefore, statAfter) : NaN,
+    proxyCpuUs,
   };
 }
 

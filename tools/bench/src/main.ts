@@ -37,14 +37,16 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
   const balance: BalanceSettings = {
     instances: 8,
     proxies: 4,
-    sim: { MAX_BATCH: 8, TTFT_BASE_MS: 30, TOKEN_MS: 10, TOKEN_MS_PER_BATCH: 2 },
-    lengths: { shortMin: 4, shortMax: 12, longShare: 0.1, longFactor: 10 },
+    sim: { MAX_BATCH: 8, TTFT_BASE_MS: 30, TOKEN_MS: 20, TOKEN_MS_PER_BATCH: 4 },
+    lengths: { shortMin: 2, shortMax: 8, longShare: 0.1, longFactor: 10 },
     loads: [0.7, 0.9],
-    durationS: quick ? 6 : 60,
+    durationS: quick ? 5 : 30,
     warmupS: quick ? 1 : 5,
+    proxyWarmupS: quick ? 1.5 : 5,
     capacityS: quick ? 3 : 10,
     sampleMs: 100,
     seed: 20_26,
+    rounds: quick ? 1 : 2,
   };
   const overhead: OverheadSettings = quick
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -116,8 +117,11 @@ export async function runOverhead(group: ProcessGroup, settings: OverheadSetting
     }
   }
 
-  // Idle streams: every target in front of the same 8 upstream ports.
-  if (settings.idleStreams > 0) {
+  // Idle streams: every target in front of the same 8 upstream ports. The harness holds one socket per stream.
+  const fdLimit = Number(spawnSync('/bin/sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim());
+  if (settings.idleStreams > 0 && Number.isFinite(fdLimit) && fdLimit < settings.idleStreams + 1000) {
+    log(`SKIP idle streams: this process may open ${fdLimit} files, ${settings.idleStreams + 1000} are needed (run \`ulimit -n 65535\` in the shell first)`);
+  } else if (settings.idleStreams > 0) {
     await registerViaControlPlane(
       cp.url,
       ports.slice(1).map((_, i) => ({ instance_id: `fast-${i + 1}`, url: upstreamUrl(i + 1), models: ['bench-model'] })),

@@ -14,11 +14,13 @@ const load = (l: number, ttftP99Ms: number): LoadResult => ({
   e2eP99Ms: 900,
   spread: { mean: 1, p99: 2, max: 3, samples: 10 },
   meanInflight: 30,
+  machineBusy: 0.5,
+  proxyCpuUsPerReq: 500,
 });
 
 function balance(p99At90: Record<StrategyKey, number>): BalanceResult {
   return {
-    settings: { instances: 8, proxies: 4, sim: { MAX_BATCH: 8, TTFT_BASE_MS: 30, TOKEN_MS: 10, TOKEN_MS_PER_BATCH: 2 }, lengths: { shortMin: 4, shortMax: 12, longShare: 0.1, longFactor: 10 }, loads: [0.7, 0.9], durationS: 1, warmupS: 0, capacityS: 1, sampleMs: 100, seed: 1 },
+    settings: { instances: 8, proxies: 4, sim: { MAX_BATCH: 8, TTFT_BASE_MS: 30, TOKEN_MS: 10, TOKEN_MS_PER_BATCH: 2 }, lengths: { shortMin: 4, shortMax: 12, longShare: 0.1, longFactor: 10 }, loads: [0.7, 0.9], durationS: 1, warmupS: 0, proxyWarmupS: 0, capacityS: 1, sampleMs: 100, seed: 1, rounds: 1 },
     capacity: { formulaPerS: 170, measuredPerS: 160, usedPerS: 160, meanOutputTokens: 15.2 },
     runs: (Object.keys(p99At90) as StrategyKey[]).map((strategy) => ({ strategy, loads: [load(0.7, 50), load(0.9, p99At90[strategy])] })),
   };

@@ -25,7 +25,8 @@ export interface Targets {
 
 const f = (v: number | undefined, digits = 2) => (v === undefined || !Number.isFinite(v) ? 'n/a' : v.toFixed(digits));
 const int = (v: number | undefined) => (v === undefined || !Number.isFinite(v) ? 'n/a' : Math.round(v).toLocaleString('en-US'));
-const ratio = (v: number | undefined, ref: number | undefined) => (v === undefined || ref === undefined || !(ref > 0) || !Number.isFinite(v) ? '' : ` (${(v / ref).toFixed(2)}×)`);
+/** v as a multiple of ref, when both are positive (an added latency within noise of zero has no meaningful ratio). */
+const ratio = (v: number | undefined, ref: number | undefined) => (v === undefined || ref === undefined || !(ref > 0) || !(v > 0) ? '' : ` (${(v / ref).toFixed(2)}×)`);
 
 const LABEL: Record<TargetName, string> = {
   direct: 'direct (no proxy)',
@@ -77,11 +78,11 @@ function rssTable(o: OverheadResult): string {
 function balanceTable(b: BalanceResult, loadIndex: number): string {
   const rows = b.runs.map(({ strategy, loads }) => {
     const r = loads[loadIndex];
-    return `| ${STRATEGIES[strategy]} | ${r.measured} | ${f(r.ttftP50Ms, 0)} | **${f(r.ttftP99Ms, 0)}** | ${f(r.e2eP50Ms, 0)} | ${f(r.e2eP99Ms, 0)} | ${f(r.spread.mean, 2)} | ${f(r.spread.p99, 0)} | ${f(r.spread.max, 0)} | ${f(r.meanInflight, 1)} | ${r.errors} |`;
+    return `| ${STRATEGIES[strategy]} | ${r.measured} | ${f(r.ttftP50Ms, 0)} | **${f(r.ttftP99Ms, 0)}** | ${f(r.e2eP50Ms, 0)} | ${f(r.e2eP99Ms, 0)} | ${f(r.spread.mean, 2)} | ${f(r.spread.p99, 0)} | ${f(r.spread.max, 0)} | ${f(r.meanInflight, 1)} | ${int(r.proxyCpuUsPerReq)} | ${f(r.machineBusy * 100, 0)}% | ${r.errors} |`;
   });
   return [
-    '| strategy | requests measured | TTFT p50 ms | TTFT p99 ms | end-to-end p50 ms | end-to-end p99 ms | in-flight spread mean | spread p99 | spread max | mean fleet in-flight | errors |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| strategy | requests measured | TTFT p50 ms | TTFT p99 ms | end-to-end p50 ms | end-to-end p99 ms | in-flight spread mean | spread p99 | spread max | mean fleet in-flight | proxy CPU µs/request | machine CPU busy | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
   ].join('\n');
 }
@@ -163,6 +164,12 @@ export function ttftSvg(b: BalanceResult, title: string): string {
     parts.push(`<text x="${m.left + g * groupW + groupW / 2}" y="${m.top + plotH + 18}" text-anchor="middle" font-weight="bold">${Math.round(load * 100)}% of fleet capacity</text>`);
   });
   parts.push(`<line x1="${m.left}" x2="${W - m.right}" y1="${m.top + plotH}" y2="${m.top + plotH}" stroke="#333"/>`);
+  // What a request costs with no queueing at all: the sim's prefill time.
+  const floor = b.settings.sim.TTFT_BASE_MS;
+  parts.push(`<line x1="${m.left}" x2="${W - m.right}" y1="${y(floor).toFixed(1)}" y2="${y(floor).toFixed(1)}" stroke="#555" stroke-dasharray="5 4"/>`);
+  const ly = m.top + plotH + 82;
+  parts.push(`<line x1="${m.left}" x2="${m.left + 12}" y1="${ly - 4}" y2="${ly - 4}" stroke="#555" stroke-dasharray="3 2"/>`);
+  parts.push(`<text x="${m.left + 18}" y="${ly}">the sim's prefill alone, no queueing (TTFT_BASE_MS = ${floor} ms)</text>`);
   b.runs.forEach((run, k) => {
     const lx = m.left + (k % 2) * (plotW / 2);
     const ly = m.top + plotH + 42 + Math.floor(k / 2) * 20;
@@ -251,7 +258,7 @@ export function markdown(facts: MachineFacts, o: OverheadResult | undefined, b: 
     out.push('## 2. Balance quality');
     out.push('');
     out.push(
-      `${s.instances} sim instances (\`apps/sim-instance\` processes: \`MAX_BATCH=${s.sim.MAX_BATCH}\`, \`TTFT_BASE_MS=${s.sim.TTFT_BASE_MS}\`, \`TOKEN_MS=${s.sim.TOKEN_MS}\`, \`TOKEN_MS_PER_BATCH=${s.sim.TOKEN_MS_PER_BATCH}\`: a token every ${s.sim.TOKEN_MS} ms alone, ${s.sim.TOKEN_MS + (s.sim.MAX_BATCH - 1) * s.sim.TOKEN_MS_PER_BATCH} ms in a full batch). Output lengths (\`max_tokens\`) are heavy-tailed: uniform ${s.lengths.shortMin}–${s.lengths.shortMax} tokens, and for ${f(s.lengths.longShare * 100, 0)}% of requests ${s.lengths.longFactor}× that (mean ${f(b.capacity.meanOutputTokens, 1)}). Fleet capacity, measured with ${s.sim.MAX_BATCH} closed-loop clients per instance straight to the sims (every batch full, nothing queued) for ${s.capacityS} s: **${f(b.capacity.measuredPerS, 1)} req/s** (the sim's parameters alone predict ${f(b.capacity.formulaPerS, 1)} req/s; the difference is timer and CPU overhead). Arrivals are Poisson at ${s.loads.map((l) => `${Math.round(l * 100)}%`).join(' and ')} of the measured capacity for ${s.durationS} s, the same seeded arrival times and lengths for every strategy, streamed (\`stream: true\`) and sent to the proxies in turn (request i to proxy i mod P, as a client-side spread would); the first ${s.warmupS} s of arrivals warm the fleet up and are not measured. TTFT is from a request's scheduled send time to its first SSE data chunk (open loop: a late send counts against the system); end-to-end is to the end of the stream. Spread is max − min over the ${s.instances} instances of running + queued (each sim's \`GET /sim/stats\`), sampled every ${s.sampleMs} ms during the measured window. Each run ends when every stream has ended and the sims are empty.`,
+      `${s.instances} sim instances (\`apps/sim-instance\` processes: \`MAX_BATCH=${s.sim.MAX_BATCH}\`, \`TTFT_BASE_MS=${s.sim.TTFT_BASE_MS}\`, \`TOKEN_MS=${s.sim.TOKEN_MS}\`, \`TOKEN_MS_PER_BATCH=${s.sim.TOKEN_MS_PER_BATCH}\`: a token every ${s.sim.TOKEN_MS} ms alone, ${s.sim.TOKEN_MS + (s.sim.MAX_BATCH - 1) * s.sim.TOKEN_MS_PER_BATCH} ms in a full batch). Output lengths (\`max_tokens\`) are heavy-tailed: uniform ${s.lengths.shortMin}–${s.lengths.shortMax} tokens, and for ${f(s.lengths.longShare * 100, 0)}% of requests ${s.lengths.longFactor}× that (mean ${f(b.capacity.meanOutputTokens, 1)}). Fleet capacity, measured with ${s.sim.MAX_BATCH} closed-loop clients per instance straight to the sims (every batch full, nothing queued) for ${s.capacityS} s: **${f(b.capacity.measuredPerS, 1)} req/s** (the sim's parameters alone predict ${f(b.capacity.formulaPerS, 1)} req/s; the difference is timer and CPU overhead). Arrivals are Poisson at ${s.loads.map((l) => `${Math.round(l * 100)}%`).join(' and ')} of the measured capacity for ${s.durationS} s${s.rounds > 1 ? ` per run, ${s.rounds} rounds (every strategy once per round, the order reversed every other round, a strategy's rounds pooled before taking percentiles)` : ''}, the same seeded arrival times and lengths for every strategy, streamed (\`stream: true\`) and sent to the proxies in turn (request i to proxy i mod P, as a client-side spread would); the first ${s.warmupS} s of arrivals warm the fleet up and are not measured. TTFT is from a request's scheduled send time to its first SSE data chunk (open loop: a late send counts against the system); end-to-end is to the end of the stream. Spread is max − min over the ${s.instances} instances of running + queued (each sim's \`GET /sim/stats\`), sampled every ${s.sampleMs} ms during the measured window. Each run ends when every stream has ended and the sims are empty. Freshly started proxies first get ${s.proxyWarmupS} s of unmeasured short requests at 50% load. "Proxy CPU" is the utime+stime of all the strategy's proxies over the run per request sent; "machine CPU busy" is the share of all ${facts.nproc} CPUs busy (/proc/stat) while requests arrived, whoever used it.`,
     );
     out.push('');
     out.push('Strategies:');
@@ -265,7 +272,7 @@ export function markdown(facts: MachineFacts, o: OverheadResult | undefined, b: 
     out.push('');
     s.loads.forEach((load, i) => {
       const r = b.runs[0]?.loads[i];
-      out.push(`### ${Math.round(load * 100)}% load (${f(r?.ratePerS, 1)} req/s, ${r?.sent ?? 0} requests sent)`);
+      out.push(`### ${Math.round(load * 100)}% load (${f(r?.ratePerS, 1)} req/s, ${r?.sent ?? 0} requests sent to each strategy)`);
       out.push('');
       out.push(balanceTable(b, i));
       out.push('');

@@ -1,4 +1,4 @@
-import { cpuTicksFromStat, mean, meanOutputLength, outputLength, percentile, poissonArrivals, rssKiBFromStatus, seededRandom, spread, summarizeSpreads } from './stats';
+import { busyShare, cpuTicksFromStat, mean, meanOutputLength, outputLength, percentile, poissonArrivals, rssKiBFromStatus, seededRandom, spread, summarizeSpreads } from './stats';
 
 describe('percentile (nearest rank)', () => {
   it('picks the nearest-rank value of unsorted input', () => {
@@ -73,5 +73,11 @@ describe('/proc readings', () => {
   it('reads VmRSS in KiB', () => {
     expect(rssKiBFromStatus('Name:\tnode\nVmPeak:\t  900 kB\nVmRSS:\t  123456 kB\nRssAnon:\t 1 kB\n')).toBe(123456);
     expect(() => rssKiBFromStatus('Name:\tnode\n')).toThrow('VmRSS');
+  });
+
+  it('computes the busy share of the machine between two /proc/stat readings', () => {
+    const before = 'cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 50 0 50 350 50 0 0 0 0 0\n';
+    const after = 'cpu  250 0 150 800 100 0 0 0 0 0\ncpu0 1 0 0 0 0 0 0 0 0 0\n';
+    expect(busyShare(before, after)).toBeCloseTo(200 / 300, 10);
   });
 });

@@ -83,3 +83,19 @@ export function rssKiBFromStatus(status: string): number {
   if (!m) throw new Error('no VmRSS line');
   return Number(m[1]);
 }
+
+/** Busy and total jiffies of the aggregate `cpu` line of /proc/stat (idle and iowait count as not busy). */
+export function cpuJiffiesFromProcStat(text: string): { busy: number; total: number } {
+  const line = text.split('\n').find((l) => l.startsWith('cpu '));
+  if (!line) throw new Error('no cpu line');
+  const v = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  return { busy: total - v[3] - v[4], total };
+}
+
+/** Share of the machine's CPU time that was busy between two /proc/stat readings. */
+export function busyShare(before: string, after: string): number {
+  const a = cpuJiffiesFromProcStat(before);
+  const b = cpuJiffiesFromProcStat(after);
+  return b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : NaN;
+}
