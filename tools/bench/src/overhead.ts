@@ -6,7 +6,7 @@ import { freePort } from '@switchyard/testing';
 import { registerViaControlPlane, startControlPlane, startProxy, startRedis } from './fleet';
 import { getJson, post, until } from './http-util';
 import { Peer, startHaproxy, startNginx } from './peers';
-import { CLOCK_TICKS, ProcessGroup, which } from './procs';
+import { CLOCK_TICKS, Proc, ProcessGroup, which } from './procs';
 import { cpuTicksFromStat, rssKiBFromStatus } from './stats';
 import { runWrk, WrkResult } from './wrk';
 
@@ -77,8 +77,10 @@ export async function runOverhead(group: ProcessGroup, settings: OverheadSetting
     { name: 'switchyard', url: proxy.url, pid: () => proxy.proc.pid },
   ];
   const results: TargetResult[] = [{ target: 'direct' }, { target: 'switchyard' }];
+  const extraProxies: Proc[] = [];
   if (settings.withRequestLog) {
     const logged = await startProxy(group, 'proxy-overhead-log', redis.url, 'least_load', { LOG_LEVEL: 'info' });
+    extraProxies.push(logged.proc);
     targets.push({ name: 'switchyard-log', url: logged.url, pid: () => logged.proc.pid });
     results.push({ target: 'switchyard-log' });
   }
@@ -144,6 +146,9 @@ export async function runOverhead(group: ProcessGroup, settings: OverheadSetting
       resultOf(name).rss = await holdStreams(url + PATH, pid, upstreamUrl(0), settings.idleStreams, log, name, stop);
     }
   }
+  // The balance section needs the CPUs: nothing of this section stays running.
+  await Promise.all([upstream, proxy.proc, cp.proc, ...extraProxies].map((p) => group.stop(p)));
+  await redis.stop();
   return { settings, targets: results };
 }
 
