@@ -1,9 +1,9 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, RedisServer } from '@switchyard/testing';
 import { Endpoint, InstanceSpec, registerInRedis, registerViaControlPlane, startControlPlane, startProxy, startRedis } from './fleet';
 import { getJson, post, until } from './http-util';
-import { readFileSync } from 'node:fs';
 import { CLOCK_TICKS, ProcessGroup } from './procs';
 import { busyShare, cpuTicksFromStat, LengthMix, mean, meanOutputLength, outputLength, percentile, poissonArrivals, seededRandom, SpreadSummary, summarizeSpreads } from './stats';
 
@@ -100,26 +100,62 @@ export async function runBalance(group: ProcessGroup, settings: BalanceSettings,
   const raw = new Map<StrategyKey, RawLoad[][]>(order.map((k) => [k, settings.loads.map(() => [])]));
   for (let round = 0; round < settings.rounds; round++) {
     for (const strategy of round % 2 === 0 ? order : [...order].reverse()) {
-      const { proxies, stop } = await startStrategy(group, strategy, settings, shared.url, sims);
-      const urls = proxies.map((p) => p.url);
-      const pids = proxies.map((p) => p.proc.pid);
-      const shortOnly = { ...settings.lengths, longShare: 0 };
-      await runLoad(urls, pids, sims, { load: 0.5, ratePerS: usedPerS * 0.5, seed: settings.seed - 1, durationS: settings.proxyWarmupS, warmupS: settings.proxyWarmupS, lengths: shortOnly, sampleMs: settings.sampleMs });
-      for (const [li, load] of settings.loads.entries()) {
-        // The same seed for every strategy within a round: the same arrival times and lengths.
-        const seed = settings.seed + 1000 * round + li;
-        const r = await runLoad(urls, pids, sims, { load, ratePerS: usedPerS * load, seed, durationS: settings.durationS, warmupS: settings.warmupS, lengths: settings.lengths, sampleMs: settings.sampleMs });
-        raw.get(strategy)?.[li].push(r);
-        const x = summarizeLoad(load, [r]);
-        log(
-          `${settings.rounds > 1 ? `round ${round + 1} ` : ''}${strategy.padEnd(17)} ${(load * 100).toFixed(0)}%  ${x.measured} req  TTFT p50 ${x.ttftP50Ms.toFixed(0)} p99 ${x.ttftP99Ms.toFixed(0)} ms  e2e p50 ${x.e2eP50Ms.toFixed(0)} p99 ${x.e2eP99Ms.toFixed(0)} ms  spread mean ${x.spread.mean.toFixed(2)} max ${x.spread.max}  proxies ${x.proxyCpuUsPerReq.toFixed(0)} µs/req  machine ${(x.machineBusy * 100).toFixed(0)}% busy  errors ${x.errors}`,
-        );
+      // A proxy that exits mid-run spoils the run: its output is shown, and the round is run again on fresh proxies once.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const results = await runStrategyRound(group, strategy, settings, shared.url, sims, usedPerS, round, log);
+          results.forEach((r, li) => raw.get(strategy)?.[li].push(r));
+          break;
+        } catch (err) {
+          if (!(err instanceof ProxyExited) || attempt >= 2) throw err;
+          log(`${(err as Error).message}\nretrying ${strategy} round ${round + 1} on fresh proxies in 10 s`);
+          await sleep(10_000);
+        }
       }
-      await stop();
     }
   }
   const runs = order.map((strategy) => ({ strategy, loads: settings.loads.map((load, li) => summarizeLoad(load, raw.get(strategy)?.[li] ?? [])) }));
   return { settings, capacity: { formulaPerS, measuredPerS, usedPerS, meanOutputTokens }, runs };
+}
+
+class ProxyExited extends Error {}
+
+/** One strategy's runs of one round: fresh proxies, a warm-up, then every load level. */
+async function runStrategyRound(
+  group: ProcessGroup,
+  strategy: StrategyKey,
+  settings: BalanceSettings,
+  sharedRedis: string,
+  sims: InstanceSpec[],
+  usedPerS: number,
+  round: number,
+  log: (m: string) => void,
+): Promise<RawLoad[]> {
+  const { proxies, stop } = await startStrategy(group, strategy, settings, sharedRedis, sims);
+  try {
+    const urls = proxies.map((p) => p.url);
+    const pids = proxies.map((p) => p.proc.pid);
+    const checkAlive = () => {
+      const dead = proxies.find((p) => p.proc.exited);
+      if (dead) throw new ProxyExited(`${dead.proc.name} exited during the run; its last output:\n${dead.proc.tail()}`);
+    };
+    const shortOnly = { ...settings.lengths, longShare: 0 };
+    await runLoad(urls, pids, sims, { load: 0.5, ratePerS: usedPerS * 0.5, seed: settings.seed - 1, durationS: settings.proxyWarmupS, warmupS: settings.proxyWarmupS, lengths: shortOnly, sampleMs: settings.sampleMs }, checkAlive);
+    const out: RawLoad[] = [];
+    for (const [li, load] of settings.loads.entries()) {
+      // The same seed for every strategy within a round: the same arrival times and lengths.
+      const seed = settings.seed + 1000 * round + li;
+      const r = await runLoad(urls, pids, sims, { load, ratePerS: usedPerS * load, seed, durationS: settings.durationS, warmupS: settings.warmupS, lengths: settings.lengths, sampleMs: settings.sampleMs }, checkAlive);
+      out.push(r);
+      const x = summarizeLoad(load, [r]);
+      log(
+        `${settings.rounds > 1 ? `round ${round + 1} ` : ''}${strategy.padEnd(17)} ${(load * 100).toFixed(0)}%  ${x.measured} req  TTFT p50 ${x.ttftP50Ms.toFixed(0)} p99 ${x.ttftP99Ms.toFixed(0)} ms  e2e p50 ${x.e2eP50Ms.toFixed(0)} p99 ${x.e2eP99Ms.toFixed(0)} ms  spread mean ${x.spread.mean.toFixed(2)} max ${x.spread.max}  proxies ${x.proxyCpuUsPerReq.toFixed(0)} µs/req  machine ${(x.machineBusy * 100).toFixed(0)}% busy  errors ${x.errors}`,
+      );
+    }
+    return out;
+  } finally {
+    await stop();
+  }
 }
 
 /** What one run measured, kept raw so that rounds can be pooled before taking percentiles. */
@@ -215,13 +251,14 @@ interface LoadSpec {
 const procCpuTicks = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTicksFromStat(readFileSync(`/proc/${pid}/stat`, 'utf8')), 0);
 
 /** Open-loop Poisson load at `ratePerS`, spread over the proxies request by request; latencies from each request's scheduled send time. */
-async function runLoad(proxyUrls: string[], proxyPids: number[], sims: InstanceSpec[], spec: LoadSpec): Promise<RawLoad> {
+async function runLoad(proxyUrls: string[], proxyPids: number[], sims: InstanceSpec[], spec: LoadSpec, checkAlive: () => void): Promise<RawLoad> {
   const { ratePerS } = spec;
   const rand = seededRandom(spec.seed);
   const durationMs = spec.durationS * 1000;
   const warmupMs = spec.warmupS * 1000;
   const arrivals = poissonArrivals(ratePerS, durationMs, rand);
   const lengths = arrivals.map(() => outputLength(spec.lengths, rand));
+  checkAlive();
   const cpuBefore = procCpuTicks(proxyPids);
   let statBefore = '';
   let statAfter = '';
@@ -295,6 +332,7 @@ async function runLoad(proxyUrls: string[], proxyPids: number[], sims: InstanceS
   statAfter ||= readFileSync('/proc/stat', 'utf8');
   await Promise.all(pending);
   clearInterval(sampler);
+  checkAlive();
   const proxyCpuUs = ((procCpuTicks(proxyPids) - cpuBefore) / CLOCK_TICKS) * 1e6;
   for (const a of agents) a.destroy();
   // The next run starts from an empty fleet.

@@ -102,8 +102,8 @@ async function main(): Promise<void> {
   const abort = async (why: string, code: number) => {
     if (exiting) return;
     exiting = true;
-    console.error(`[bench] ${why}: stopping every process it started`);
-    await group.stopAll().catch(() => undefined);
+    console.error(`[bench] ${why}: stopping every process it started; their output stays in ${group.dir}`);
+    await group.stopAll(true).catch(() => undefined);
     process.exit(code);
   };
   const watchdog = setTimeout(() => void abort(`time limit of ${limitS} s reached`, 2), limitS * 1000);
@@ -114,6 +114,7 @@ async function main(): Promise<void> {
 
   let overhead: OverheadResult | undefined;
   let balance: BalanceResult | undefined;
+  let ok = false;
   try {
     if (opts.only !== 'balance') {
       log('1. overhead: direct, Switchyard, nginx, HAProxy');
@@ -123,8 +124,10 @@ async function main(): Promise<void> {
       log(`2. balance: ${bSettings.instances} sims, ${bSettings.proxies} proxies, ${bSettings.loads.map((l) => `${l * 100}%`).join(' and ')} load, ${bSettings.durationS} s each`);
       balance = await runBalance(group, bSettings, STRATEGY_ORDER, log);
     }
+    ok = true;
   } finally {
-    await group.stopAll();
+    await group.stopAll(!ok);
+    if (!ok) console.error(`[bench] every process stopped; their output stays in ${group.dir}`);
   }
   clearTimeout(watchdog);
   facts.elapsedS = (performance.now() - started) / 1000;

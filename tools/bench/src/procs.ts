@@ -97,12 +97,13 @@ export class ProcessGroup {
     if (i >= 0) this.procs.splice(i, 1);
   }
 
-  async stopAll(): Promise<void> {
+  /** Stops everything; the temp dir with every process's output is kept when `keepLogs` (after a failure). */
+  async stopAll(keepLogs = false): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     await Promise.all(this.procs.map((p) => p.stop()));
     for (const fn of this.cleanups.reverse()) await fn();
-    rmSync(this.dir, { recursive: true, force: true });
+    if (!keepLogs) rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
