@@ -49,6 +49,8 @@ export interface LoadResult {
   errors: number;
   ttftP50Ms: number;
   ttftP99Ms: number;
+  /** p99 TTFT of each round alone, to show how much it moves between arrival sequences. */
+  ttftP99ByRound: number[];
   e2eP50Ms: number;
   e2eP99Ms: number;
   spread: SpreadSummary;
@@ -184,6 +186,7 @@ function summarizeLoad(load: number, runs: RawLoad[]): LoadResult {
     errors: runs.reduce((a, r) => a + r.errors, 0),
     ttftP50Ms: percentile(ttft, 50),
     ttftP99Ms: percentile(ttft, 99),
+    ttftP99ByRound: runs.map((r) => percentile(r.ttft, 99)),
     e2eP50Ms: percentile(e2e, 50),
     e2eP99Ms: percentile(e2e, 99),
     spread: summarizeSpreads(samples),

@@ -10,6 +10,7 @@ const load = (l: number, ttftP99Ms: number): LoadResult => ({
   errors: 0,
   ttftP50Ms: 40,
   ttftP99Ms,
+  ttftP99ByRound: [ttftP99Ms],
   e2eP50Ms: 100,
   e2eP99Ms: 900,
   spread: { mean: 1, p99: 2, max: 3, samples: 10 },
