@@ -58,7 +58,8 @@ export class Forwarder {
   private readonly active = new Set<AbortController>();
 
   constructor(private readonly rt: ProxyRuntime) {
-    this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 1024, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
+    // No per-instance connection cap: max_inflight and the admission queue are the limits, visibly.
+    this.agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
     this.queue = new AdmissionQueue({
       max: rt.config.QUEUE_MAX,
       timeoutMs: rt.config.QUEUE_TIMEOUT_S * 1000,

@@ -57,7 +57,14 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
         res.shouldKeepAlive = false;
         return sendError(res, 503, errorBody('the proxy is draining; retry on another', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
       }
-      if (req.method === 'POST' && FORWARDED_ROUTES.has(path)) return void forwarder.handle(req, res, path);
+      if (req.method === 'POST' && FORWARDED_ROUTES.has(path)) {
+        // A bug on one request must never take the process and every open stream with it.
+        return void forwarder.handle(req, res, path).catch((err: Error) => {
+          runtime.logger.error({ err, route: path }, 'request handler failed');
+          if (!res.headersSent) sendError(res, 500, errorBody('internal error', 'server_error', null));
+          else res.destroy();
+        });
+      }
       fastifyHandler(req, res);
     }));
   const adapter = new FastifyAdapter({ serverFactory: serverFactory as never });
