@@ -21,6 +21,20 @@ export function record(id: string, extra: Partial<NewRecord> = {}): NewRecord {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The shared contract: every LoadStore must pass these same cases. */
+/** Mixed-case ids in byte order: the order round_robin must walk on every store and server locale. */
+export const BYTE_ORDER = ['A', 'B', '_z', 'a', 'a-c', 'ab', 'b'];
+
+/** Registers the BYTE_ORDER ids shuffled and returns the order one full round_robin cycle visits them in. */
+export async function roundRobinWalk(store: LoadStore): Promise<string[]> {
+  for (const id of ['b', 'a-c', 'B', '_z', 'ab', 'A', 'a']) await store.register(record(id));
+  const order: string[] = [];
+  for (let i = 0; i < BYTE_ORDER.length; i++) {
+    const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
+    order.push(r.kind === 'acquired' ? r.instance_id : r.kind);
+  }
+  return order;
+}
+
 export function describeLoadStoreContract(name: string, makeStore: () => Promise<LoadStore>, cleanup: (s: LoadStore) => Promise<void>) {
   describe(`LoadStore contract: ${name}`, () => {
     let store: LoadStore;
@@ -137,13 +151,7 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
     });
 
     it('round_robin walks mixed-case ids in byte order, as libs/routing does, whatever the server locale', async () => {
-      for (const id of ['b', 'a-c', 'B', '_z', 'ab', 'A', 'a']) await store.register(record(id));
-      const order: string[] = [];
-      for (let i = 0; i < 7; i++) {
-        const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
-        order.push(r.kind === 'acquired' ? r.instance_id : r.kind);
-      }
-      expect(order).toEqual(['A', 'B', '_z', 'a', 'a-c', 'ab', 'b']);
+      expect(await roundRobinWalk(store)).toEqual(BYTE_ORDER);
     });
 
     it('random and power_of_two pick alive instances', async () => {
