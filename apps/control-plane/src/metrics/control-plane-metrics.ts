@@ -3,7 +3,7 @@ import type { LoadStore } from '@switchyard/load-store';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { Fleet, readFleet } from '../common/fleet';
 import { LOAD_STORE } from '../common/tokens';
-import { queuedTotal } from '../debug/debug-view';
+import { toDebugStatus } from '../debug/debug-view';
 
 /**
  * The control plane's Prometheus metrics, in a registry of its own (single-process mode
@@ -28,6 +28,11 @@ export class ControlPlaneMetrics {
   constructor(@Inject(LOAD_STORE) private readonly store: LoadStore) {
     const registers = [this.registry];
     const fleet = () => this.fleetForScrape();
+    // The same counts as GET /debug/status, from the same function.
+    const status = async () => {
+      const f = await fleet();
+      return f ? toDebugStatus(f, f.now) : null;
+    };
     new Gauge({
       name: 'switchyard_store_up',
       help: '1 when the last scrape could read the shared store, else 0',
@@ -43,11 +48,9 @@ export class ControlPlaneMetrics {
       registers,
       async collect() {
         this.reset();
-        const f = await fleet();
-        if (!f) return;
-        const alive = f.instances.filter((s) => s.is_alive).length;
-        this.set({ state: 'alive' }, alive);
-        this.set({ state: 'expired' }, f.instances.length - alive);
+        const st = await status();
+        if (!st) return;
+        for (const [state, n] of Object.entries(st.instances)) this.set({ state }, n);
       },
     });
     const perInstance = (name: string, help: string, read: (s: Fleet['instances'][number]) => number | null) =>
@@ -75,12 +78,9 @@ export class ControlPlaneMetrics {
       registers,
       async collect() {
         this.reset();
-        const f = await fleet();
-        if (!f) return;
-        const alive = f.proxies.filter((p) => p.alive);
-        this.set({ state: 'alive' }, alive.length);
-        this.set({ state: 'expired' }, f.proxies.length - alive.length);
-        this.set({ state: 'draining' }, alive.filter((p) => p.draining).length);
+        const st = await status();
+        if (!st) return;
+        for (const [state, n] of Object.entries(st.proxies)) this.set({ state }, n);
       },
     });
     new Gauge({
@@ -88,8 +88,8 @@ export class ControlPlaneMetrics {
       help: 'Requests waiting in the admission queues of alive proxies',
       registers,
       async collect() {
-        const f = await fleet();
-        if (f) this.set(queuedTotal(f.proxies));
+        const st = await status();
+        if (st) this.set(st.queued_total);
         // reset() would leave an unlabelled gauge at 0; unknown must be no sample at all.
         else this.remove();
       },
