@@ -87,7 +87,14 @@ export class Forwarder {
     const t0 = performance.now();
     let model: unknown;
     let chosen: string | undefined;
+    const abort = new AbortController();
+    let held: (() => void) | undefined;
+    // One listener for the end of the exchange. Client gone (before or after headers):
+    // abort the upstream call first, then give the slot back; then the access log line.
     res.once('close', () => {
+      this.active.delete(abort);
+      if (!res.writableFinished) abort.abort();
+      held?.();
       if (this.rt.logger.isLevelEnabled('info')) {
         this.rt.logger.info({ request_id: requestId, route, model: typeof model === 'string' ? model : null, instance_id: chosen ?? null, status: res.statusCode, complete: res.writableFinished, duration_ms: Math.round(performance.now() - t0) }, 'request');
       }
@@ -106,16 +113,8 @@ export class Forwarder {
     for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && typeof v === 'string') headers[k] = v;
     headers['x-request-id'] = requestId;
 
-    const abort = new AbortController();
+    // From here on a drain that times out may end this exchange.
     this.active.add(abort);
-    let held: (() => void) | undefined;
-    // Client gone (before or after headers): abort the upstream call first, then give the slot back.
-    res.once('close', () => {
-      this.active.delete(abort);
-      if (!res.writableFinished) abort.abort();
-      held?.();
-    });
-
     const tried: string[] = [];
     let lastFailure = '';
     for (let attempt = 0; ; attempt++) {
