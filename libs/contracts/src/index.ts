@@ -1,4 +1,5 @@
 export * from './errors';
+export * from './engine';
 export * from './instance';
 export * from './heartbeat';
 export * from './events';
