@@ -11,3 +11,16 @@ describe('LEASE_SWEEP_S', () => {
     }
   });
 });
+
+describe('probe settings', () => {
+  it('default to a 5 s interval, a 2 s timeout and a 0.97 KV-cache guard', () => {
+    const c = loadControlPlaneConfig({});
+    expect([c.PROBE_INTERVAL_S, c.PROBE_TIMEOUT_S, c.KV_CACHE_GUARD]).toEqual([5, 2, 0.97]);
+    expect(loadControlPlaneConfig({ PROBE_INTERVAL_S: '0.2' }).PROBE_INTERVAL_S).toBe(0.2);
+  });
+  it('stop on values out of range, naming the variable', () => {
+    expect(() => loadControlPlaneConfig({ PROBE_INTERVAL_S: '0.1' })).toThrow(/^invalid configuration: PROBE_INTERVAL_S: /);
+    expect(() => loadControlPlaneConfig({ PROBE_INTERVAL_S: '3601' })).toThrow(/^invalid configuration: PROBE_INTERVAL_S: /);
+    expect(() => loadControlPlaneConfig({ KV_CACHE_GUARD: '1.5' })).toThrow(/^invalid configuration: KV_CACHE_GUARD: /);
+  });
+});

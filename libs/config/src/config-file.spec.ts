@@ -1,0 +1,77 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { configFilePath, declaredInstances, parseSettings, readConfigFile } from './config-file';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-config-'));
+const file = (text: string) => {
+  const p = path.join(dir, 'switchyard.yaml');
+  writeFileSync(p, text);
+  return p;
+};
+
+const schema = z
+  .object({
+    PORT: z.coerce.number().int().min(1).max(65535).default(8081),
+    PROBE_INTERVAL_S: z.coerce.number().min(0.2).max(3600).default(5),
+    ADMIN_TOKEN: z.string().min(1).optional(),
+  })
+  .superRefine(() => undefined);
+
+describe('config file', () => {
+  it('reads settings of the named sections, env over file, defaults for the rest', () => {
+    const cfg = readConfigFile(file('control_plane:\n  port: 9000\n  probe_interval_s: 0.5\nproxy:\n  port: 1\n'));
+    expect(parseSettings(schema, {}, cfg, ['control_plane'])).toEqual({ PORT: 9000, PROBE_INTERVAL_S: 0.5 });
+    expect(parseSettings(schema, { PORT: '7000' }, cfg, ['control_plane'])).toEqual({ PORT: 7000, PROBE_INTERVAL_S: 0.5 });
+  });
+
+  it('treats an empty variable as unset', () => {
+    expect(parseSettings(schema, { ADMIN_TOKEN: '', PORT: '' }, undefined)).toEqual({ PORT: 8081, PROBE_INTERVAL_S: 5 });
+  });
+
+  it('names file, line and key of a bad value', () => {
+    const cfg = readConfigFile(file('# comment\ncontrol_plane:\n  port: 9000\n  probe_interval_s: 0.01\n'));
+    expect(() => parseSettings(schema, {}, cfg, ['control_plane'])).toThrow(/^invalid configuration: switchyard\.yaml:4: control_plane\.probe_interval_s: .*0\.2/);
+  });
+
+  it('names the variable when the bad value came from the environment', () => {
+    const cfg = readConfigFile(file('control_plane:\n  port: 9000\n'));
+    expect(() => parseSettings(schema, { PORT: 'x' }, cfg, ['control_plane'])).toThrow(/^invalid configuration: PORT: /);
+  });
+
+  it('refuses an unknown key, with its line', () => {
+    const cfg = readConfigFile(file('control_plane:\n  port: 9000\n  prob_interval: 3\n'));
+    expect(() => parseSettings(schema, {}, cfg, ['control_plane'])).toThrow(/^invalid configuration: switchyard\.yaml:3: control_plane\.prob_interval: unknown setting/);
+  });
+
+  it('refuses an unknown section, a YAML error and a nested value, each with its line', () => {
+    expect(() => readConfigFile(file('control_plane: {}\nproxies:\n  port: 1\n'))).toThrow(/switchyard\.yaml:2: proxies: unknown section/);
+    expect(() => readConfigFile(file('control_plane:\n  port: [1\n'))).toThrow(/switchyard\.yaml:\d+: not valid YAML/);
+    expect(() => readConfigFile(file('proxy:\n  port:\n    nested: 1\n'))).toThrow(/switchyard\.yaml:2: proxy\.port: must be a single value/);
+    expect(() => readConfigFile(path.join(dir, 'missing.yaml'))).toThrow(/missing\.yaml: cannot read \(ENOENT\)/);
+  });
+
+  it('reads declared instances and checks them with their line', () => {
+    const cfg = readConfigFile(
+      file('instances:\n  - url: http://10.0.0.1:8000\n    models: [llama]\n    weight: 2\n  - url: http://10.0.0.2:8000\n    max_inflight: 8\n'),
+    );
+    expect(declaredInstances({ INSTANCES: 'http://10.0.0.3:8000' }, cfg)).toEqual([
+      { url: 'http://10.0.0.1:8000', models: ['llama'], weight: 2 },
+      { url: 'http://10.0.0.2:8000', max_inflight: 8 },
+      { url: 'http://10.0.0.3:8000' },
+    ]);
+    expect(() => readConfigFile(file('instances:\n  - url: http://a:1\n    wieght: 2\n'))).toThrow(/switchyard\.yaml:3: instances\[0\]\.wieght: unknown key/);
+    expect(() => readConfigFile(file('instances:\n  - url: http://a:1\n  - url: ftp://b\n'))).toThrow(/switchyard\.yaml:3: instances\[1\]\.url: must be an absolute http/);
+    expect(() => readConfigFile(file('instances:\n  - url: http://a:1\n    weight: "heavy"\n'))).toThrow(/switchyard\.yaml:3: instances\[0\]\.weight: /);
+    expect(() => declaredInstances({ INSTANCES: 'http://ok:1,not a url' })).toThrow(/^invalid configuration: INSTANCES: not a url: /);
+  });
+
+  it('takes the path from --config before SWITCHYARD_CONFIG', () => {
+    expect(configFilePath(['--config', 'a.yaml'], { SWITCHYARD_CONFIG: 'b.yaml' })).toBe('a.yaml');
+    expect(configFilePath(['--config=c.yaml'], {})).toBe('c.yaml');
+    expect(configFilePath([], { SWITCHYARD_CONFIG: 'b.yaml' })).toBe('b.yaml');
+    expect(configFilePath([], { SWITCHYARD_CONFIG: '' })).toBeUndefined();
+    expect(() => configFilePath(['--config'], {})).toThrow(/--config: needs a file path/);
+  });
+});
