@@ -4,7 +4,8 @@ import { ClientsModule, Transport } from '@nestjs/microservices';
 import { LoggerModule } from 'nestjs-pino';
 import type { LoadStore } from '@switchyard/load-store';
 import { OpenAiErrorFilter } from '@switchyard/nest-common';
-import { CONTROL_PLANE_CONFIG, LOAD_STORE } from './common/tokens';
+import type { DeclaredInstance } from '@switchyard/config';
+import { CONTROL_PLANE_CONFIG, DECLARED_INSTANCES, LOAD_STORE } from './common/tokens';
 import type { ControlPlaneConfig } from './config';
 import { HealthController } from './health/health.controller';
 import { InstancesController } from './instances/instances.controller';
@@ -14,11 +15,15 @@ import { DebugModule } from './debug/debug.module';
 import { LeasesModule } from './leases/leases.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { DashboardModule } from './dashboard/dashboard.module';
+import { RegistryKeeperService } from './instances/registry-keeper.service';
+import { LeadershipService } from './liveness/leadership.service';
+import { LivenessService } from './liveness/liveness.service';
+import { ProberService } from './liveness/prober.service';
 
 @Module({})
 export class AppModule {
   /** With events off (the memory store of single-process mode) nothing is published: there is no one to hear it. */
-  static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true): DynamicModule {
+  static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true, declared: DeclaredInstance[] = []): DynamicModule {
     return {
       module: AppModule,
       // Global so feature modules (debug, metrics, leases) get the config and the store.
@@ -31,14 +36,19 @@ export class AppModule {
         LeasesModule,
         DashboardModule,
       ],
-      exports: [CONTROL_PLANE_CONFIG, LOAD_STORE],
+      exports: [CONTROL_PLANE_CONFIG, LOAD_STORE, LeadershipService],
       controllers: [InstancesController, HealthController],
       providers: [
         { provide: CONTROL_PLANE_CONFIG, useValue: config },
         { provide: LOAD_STORE, useValue: store },
+        { provide: DECLARED_INSTANCES, useValue: declared },
         { provide: APP_FILTER, useClass: OpenAiErrorFilter },
         InstancesService,
         RegistryEventsService,
+        RegistryKeeperService,
+        LeadershipService,
+        ProberService,
+        LivenessService,
       ],
     };
   }

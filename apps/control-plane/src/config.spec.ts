@@ -1,3 +1,6 @@
+import path from 'node:path';
+import { declaredInstances, readConfigFile } from '@switchyard/config';
+import { loadProxyConfig } from '@switchyard/proxy-core';
 import { loadControlPlaneConfig } from './config';
 
 describe('LEASE_SWEEP_S', () => {
@@ -22,5 +25,14 @@ describe('probe settings', () => {
     expect(() => loadControlPlaneConfig({ PROBE_INTERVAL_S: '0.1' })).toThrow(/^invalid configuration: PROBE_INTERVAL_S: /);
     expect(() => loadControlPlaneConfig({ PROBE_INTERVAL_S: '3601' })).toThrow(/^invalid configuration: PROBE_INTERVAL_S: /);
     expect(() => loadControlPlaneConfig({ KV_CACHE_GUARD: '1.5' })).toThrow(/^invalid configuration: KV_CACHE_GUARD: /);
+  });
+});
+
+describe('examples/switchyard.yaml', () => {
+  it('is a valid config file for the control plane and the proxy, with its declared instances', () => {
+    const file = readConfigFile(path.join(__dirname, '../../../examples/switchyard.yaml'));
+    expect(loadControlPlaneConfig({}, file)).toMatchObject({ PROBE_INTERVAL_S: 5, KV_CACHE_GUARD: 0.97 });
+    expect(loadProxyConfig({}, file)).toMatchObject({ ROUTING_STRATEGY: 'least_load', MAX_RETRIES: 2 });
+    expect(declaredInstances({}, file).map((i) => i.id)).toEqual(['vllm-0', 'sglang-0', 'llamacpp-0']);
   });
 });

@@ -1,6 +1,5 @@
-import { configOrExit } from '@switchyard/config';
+import { configFilePath, configOrExit, declaredInstances, readConfigFile } from '@switchyard/config';
 import { Logger } from '@nestjs/common';
-import { instanceRegistrationSchema, toInstanceRecord } from '@switchyard/contracts';
 import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
 import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
@@ -16,8 +15,11 @@ async function main() {
   const log = new Logger('switchyard');
   const redisUrl = process.env.REDIS_URL || undefined;
   const env = { ...process.env, REDIS_URL: redisUrl };
-  const cpConfig = configOrExit(() => loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' }));
-  const proxyConfig = configOrExit(() => loadProxyConfig(env));
+  const path = configOrExit(() => configFilePath());
+  const file = path ? configOrExit(() => readConfigFile(path)) : undefined;
+  const cpConfig = configOrExit(() => loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' }, file));
+  const proxyConfig = configOrExit(() => loadProxyConfig(env, file));
+  const declared = configOrExit(() => declaredInstances(env, file));
   const simBasePort = configOrExit(() => {
     const port = Number(process.env.SIM_BASE_PORT ?? 9001);
     if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error('invalid configuration: SIM_BASE_PORT: must be a port number');
@@ -28,29 +30,14 @@ async function main() {
     : new MemoryLoadStore();
   log.log(redisUrl ? `store: Redis at ${cpConfig.REDIS_URL}` : 'store: in-memory (single process; set REDIS_URL to share counts)');
 
-  const cp = await createControlPlane(cpConfig, store, redisUrl !== undefined);
+  const cp = await createControlPlane(cpConfig, store, redisUrl !== undefined, declared);
   await cp.listen(cpConfig.PORT, cpConfig.HOST);
   const cpUrl = `http://${cpConfig.HOST}:${cpConfig.PORT}`;
 
   const sims: SimServer[] = [];
   const agents: RegistrationAgent[] = [];
-  const configured = (process.env.INSTANCES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  if (configured.length) {
-    for (const url of configured) {
-      const models = await fetch(`${url}/v1/models`)
-        .then((r) => r.json() as Promise<{ data: { id: string }[] }>)
-        .then((b) => b.data.map((m) => m.id))
-        .catch(() => []);
-      const parsed = instanceRegistrationSchema.safeParse({ url, models });
-      if (!parsed.success) {
-        console.error(`invalid configuration: INSTANCES: ${url} is not an http(s) URL serving /v1/models`);
-        process.exit(2);
-      }
-      const { registered_at: _r, ...record } = toInstanceRecord(parsed.data, cpConfig.INSTANCE_TTL_S, 0);
-      // Configured instances have no agent of their own: they count as registered for a day.
-      await store.register({ ...record, ttl_s: 86_400 });
-      log.log(`instance ${record.instance_id} (${models.join(', ')}) from INSTANCES`);
-    }
+  if (declared.length) {
+    log.log(`${declared.length} declared instances (INSTANCES or the config file): registered and probed by the control plane`);
   } else {
     for (let i = 0; i < 2; i++) {
       const port = simBasePort + i;

@@ -110,16 +110,23 @@ describe('switchyard CLI against a real control plane', () => {
   });
 
   it('registers instances through the admin API', async () => {
-    const a = await cli(['register', 'http://127.0.0.1:9201', '--model', 'm-a', '--id', 'a', '--max-inflight', '4', '--weight', '2']);
+    const a = await cli(['register', 'http://127.0.0.1:9201', '--model', 'm-a', '--id', 'a', '--max-inflight', '4', '--weight', '2', '--no-probe']);
     expect(a).toMatchObject({ code: 0, stderr: '' });
     expect(a.stdout).toMatch(/^registered a /);
-    const b = await cli(['register', 'http://127.0.0.1:9202', '-m', 'm-b', '-m', 'm-shared']);
+    const b = await cli(['register', 'http://127.0.0.1:9202', '-m', 'm-b', '-m', 'm-shared', '--no-probe']);
     expect(b.code).toBe(0);
     expect(b.stdout).toMatch(/^registered hp_127\.0\.0\.1:9202 /);
     keepAlive.add('a').add('hp_127.0.0.1:9202');
 
     const res = await fetch(`${base}/v1/instances/a`, { headers: { authorization: `Bearer ${TOKEN}` } });
     expect(await res.json()).toMatchObject({ url: 'http://127.0.0.1:9201', models: ['m-a'], max_inflight: 4, weight: 2 });
+  });
+
+  it('probes the URL before registering, and refuses one that cannot be reached', async () => {
+    const r = await cli(['register', 'http://127.0.0.1:9209', '-m', 'm-typo', '--id', 'typo']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/url: http:\/\/127\.0\.0\.1:9209 cannot be reached: GET \/health: .*ECONNREFUSED/);
+    expect((await fetch(`${base}/v1/instances/typo`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
   });
 
   it('lists instances with - for unknown metrics and 0 for measured zeros', async () => {
@@ -166,7 +173,7 @@ describe('switchyard CLI against a real control plane', () => {
   });
 
   it('shows expired instances only with --all', async () => {
-    expect((await cli(['register', 'http://127.0.0.1:9203', '-m', 'm-old', '--id', 'old'])).code).toBe(0);
+    expect((await cli(['register', 'http://127.0.0.1:9203', '-m', 'm-old', '--id', 'old', '--no-probe'])).code).toBe(0);
     expect(Object.keys(await rows())).toContain('old');
     // No heartbeats: it expires after the control plane's 3 s TTL.
     await eventually('old to expire', async () => !('old' in (await rows())));

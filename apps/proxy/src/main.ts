@@ -1,9 +1,12 @@
-import { configOrExit } from '@switchyard/config';
+import { configFilePath, configOrExit, readConfigFile } from '@switchyard/config';
 import { RedisLoadStore } from '@switchyard/load-store';
 import { createProxyApp, loadProxyConfig, proxyConfigWarnings } from '@switchyard/proxy-core';
 
 async function main() {
-  const config = configOrExit(() => loadProxyConfig());
+  const config = configOrExit(() => {
+    const path = configFilePath();
+    return loadProxyConfig(process.env, path ? readConfigFile(path) : undefined);
+  });
   for (const w of proxyConfigWarnings(config)) console.warn(`warning: ${w}`);
   // Short timeouts and no offline queue: on the request path a Redis blink means local routing, not waiting.
   const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 200, offlineQueue: false, connectionName: `switchyard-proxy-${config.PROXY_NAME}` });

@@ -28,7 +28,9 @@ describe('parseInvocation', () => {
       id: 'gpu-1',
       maxInflight: 8,
       weight: 2,
+      probe: true,
     });
+    expect(parse(['register', 'http://10.0.0.1:8000', '-m', 'a', '--no-probe']).command).toMatchObject({ name: 'register', probe: false });
     expect(parse(['unregister', 'gpu-1']).command).toEqual({ name: 'unregister', id: 'gpu-1' });
     expect(parse(['--help']).command).toEqual({ name: 'help' });
     expect(parse(['register', '--help']).command).toEqual({ name: 'help', topic: 'register' });

@@ -18,7 +18,7 @@ export type Command =
   | { name: 'status'; json: boolean }
   | { name: 'instances'; all: boolean; json: boolean; verbose: boolean }
   | { name: 'watch'; all: boolean; verbose: boolean; intervalS: number }
-  | { name: 'register'; url: string; models: string[]; id?: string; maxInflight?: number; weight?: number }
+  | { name: 'register'; url: string; models: string[]; id?: string; maxInflight?: number; weight?: number; probe: boolean }
   | { name: 'unregister'; id: string };
 
 export type CommandName = Exclude<Command['name'], 'help'>;
@@ -40,6 +40,7 @@ const OPTIONS = {
   id: { type: 'string' },
   'max-inflight': { type: 'string' },
   weight: { type: 'string' },
+  'no-probe': { type: 'boolean' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -51,7 +52,7 @@ const COMMAND_OPTIONS: Record<CommandName, OptionName[]> = {
   status: ['json'],
   instances: ['all', 'json', 'verbose'],
   watch: ['all', 'verbose', 'interval'],
-  register: ['model', 'id', 'max-inflight', 'weight'],
+  register: ['model', 'id', 'max-inflight', 'weight', 'no-probe'],
   unregister: [],
 };
 
@@ -122,7 +123,7 @@ function command(name: CommandName, args: string[], values: Partial<Record<Optio
       if (maxInflight !== undefined && (!Number.isInteger(maxInflight) || maxInflight < 1)) throw new CliError('--max-inflight must be a whole number of at least 1');
       const weight = values.weight === undefined ? undefined : number('--weight', values.weight as string);
       if (weight !== undefined && weight <= 0) throw new CliError('--weight must be greater than 0');
-      return { name, url, models, id: values.id as string | undefined, maxInflight, weight };
+      return { name, url, models, id: values.id as string | undefined, maxInflight, weight, probe: values['no-probe'] !== true };
     }
     case 'unregister':
       return { name, id: args[0] };
@@ -159,7 +160,7 @@ Commands:
                              one row per instance: models, alive, in flight, qps_1m, gpu_util, last seen
   watch [--interval S] [--all] [-v]
                              the instances view, refreshed in place until Ctrl-C
-  register URL --model M [--model M2] [--id ID] [--max-inflight N] [--weight W]
+  register URL --model M [--model M2] [--id ID] [--max-inflight N] [--weight W] [--no-probe]
                              add an instance (or update it; its live in-flight count is kept)
   unregister ID              remove an instance
   help [COMMAND]             this text, or a command's
@@ -190,14 +191,17 @@ The instances view, redrawn in place every S seconds (default ${DEFAULT_WATCH_IN
   -a, --all          include expired instances
   -v, --verbose      the wide view of 'instances -v'
 `,
-  register: `Usage: switchyard register URL --model M [--model M2 …] [--id ID] [--max-inflight N] [--weight W]
+  register: `Usage: switchyard register URL --model M [--model M2 …] [--id ID] [--max-inflight N] [--weight W] [--no-probe]
 
 Registers the model server at URL (POST /v1/instances). Re-registering keeps its live in-flight count.
-The instance stays alive while it heartbeats (POST /v1/instances/ID/heartbeat) within the control plane's TTL.
+The control plane first probes URL (GET /health, or /v1/models) and checks that /v1/models lists every
+model; it refuses the registration (422) when not. It then probes the instance every PROBE_INTERVAL_S:
+the instance stays alive while probes (or its own heartbeats) succeed within the control plane's TTL.
   -m, --model M        a model it serves (repeat for more)
   --id ID              instance id (default hp_HOST:PORT)
   --max-inflight N     never more than N requests at once
   --weight W           relative capacity (default 1)
+  --no-probe           register without probing the URL first (an engine that is still starting)
 `,
   unregister: `Usage: switchyard unregister ID
 

@@ -50,12 +50,13 @@ async function run(command: Command, client: ControlPlaneClient, io: CliIo): Pro
     case 'watch':
       return watch(command, client, io);
     case 'register': {
-      const body: Record<string, unknown> = { url: command.url, models: command.models };
+      // The control plane probes the URL first: a typo fails here with 422, not later with 503s.
+      const body: Record<string, unknown> = { url: command.url, models: command.models, probe_now: command.probe };
       if (command.id !== undefined) body.instance_id = command.id;
       if (command.maxInflight !== undefined) body.max_inflight = command.maxInflight;
       if (command.weight !== undefined) body.weight = command.weight;
       const res = await client.register(body);
-      out(`registered ${res.instance_id} (alive while it heartbeats every ${res.heartbeat_interval_s} s; expires after ${res.ttl_s} s without)\n`);
+      out(`registered ${res.instance_id} (probed by the control plane; not alive after ${res.ttl_s} s without a successful probe or heartbeat)\n`);
       return;
     }
     case 'unregister':

@@ -49,6 +49,10 @@ const VERBOSE_COLUMNS: Column[] = [
   { title: 'WEIGHT', right: true, cell: (i) => formatNumber(i.weight) },
   { title: 'BY PROXY', cell: (i) => byProxy(i.inflight_by_proxy) },
   { title: 'QUEUED', right: true, cell: (i) => String(Object.values(i.queued_by_proxy).reduce((a, b) => a + b, 0)) },
+  { title: 'ENGINE', cell: (i) => (i.engine.scrape_error ? `${i.engine.engine}!` : i.engine.engine) },
+  { title: 'RUNNING', right: true, cell: (i) => formatNumber(i.engine.running) },
+  { title: 'WAITING', right: true, cell: (i) => formatNumber(i.engine.waiting) },
+  { title: 'KV', right: true, cell: (i) => formatPercent(i.engine.kv_cache_usage === null ? null : Math.round(i.engine.kv_cache_usage * 1000) / 10) },
 ];
 
 const TAIL_COLUMNS: Column[] = [

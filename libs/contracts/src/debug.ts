@@ -3,9 +3,22 @@ export const METRIC_SOURCE = {
   inflight: 'proxy_lifecycle_counter',
   qps_1m: 'heartbeat',
   gpu_util: 'heartbeat',
+  engine: 'probe_metrics_scrape',
 } as const;
 
 export const NULL_SEMANTICS = '0 means measured zero; null means unknown';
+
+import type { EngineKind } from './engine';
+
+/** An instance's engine signals as the debug view shows them (scraped_at as an ISO time). */
+export interface EngineView {
+  engine: EngineKind;
+  running: number | null;
+  waiting: number | null;
+  kv_cache_usage: number | null;
+  scraped_at: string | null;
+  scrape_error: string | null;
+}
 
 /** One instance in `GET /debug/instance_loads`. */
 export interface InstanceLoadView {
@@ -23,6 +36,8 @@ export interface InstanceLoadView {
   last_seen_at: string;
   /** Requests for this instance's models waiting in each proxy's admission queue. */
   queued_by_proxy: Record<string, number>;
+  /** What the engine itself reports on /metrics (secondary to inflight: tie-breaker and saturation guard). */
+  engine: EngineView;
 }
 
 /** One proxy, from its lease. */

@@ -27,6 +27,8 @@ export const instanceRegistrationSchema = z
     weight: z.number().positive().max(1000).default(1),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),
     meta: z.record(z.string(), z.unknown()).default({}),
+    /** Probe the URL once before answering: 422 when it cannot be reached or does not list the models. */
+    probe_now: z.boolean().optional(),
   })
   .strict()
   .superRefine((value, ctx) => {

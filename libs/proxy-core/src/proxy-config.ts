@@ -1,4 +1,4 @@
-import { parseEnv } from '@switchyard/config';
+import { ConfigFile, parseSettings } from '@switchyard/config';
 import { parseStrategy, STRATEGY_NAMES, Strategy } from '@switchyard/routing';
 import { z } from 'zod';
 
@@ -33,8 +33,9 @@ const schema = z.object({
 
 export type ProxyConfig = z.infer<typeof schema>;
 
-export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env): ProxyConfig {
-  return parseEnv(schema, env);
+/** The environment over the config file's `proxy` section. */
+export function loadProxyConfig(env: NodeJS.ProcessEnv = process.env, file?: ConfigFile): ProxyConfig {
+  return parseSettings(schema, env, file, ['proxy']);
 }
 
 /** Non-fatal doubts about a valid config, printed at start. */

@@ -1,5 +1,7 @@
 import {
   DebugStatusResponse,
+  EngineSignals,
+  EngineView,
   InstanceLoadsResponse,
   InstanceLoadView,
   InstanceState,
@@ -36,6 +38,10 @@ export function queuedByProxy(models: readonly string[], proxies: readonly Proxy
   return out;
 }
 
+export function toEngineView(e: EngineSignals): EngineView {
+  return { ...e, scraped_at: e.scraped_at === null ? null : iso(e.scraped_at) };
+}
+
 export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyState[]): InstanceLoadView {
   return {
     instance_id: s.instance_id,
@@ -51,6 +57,7 @@ export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyStat
     gpu_util: s.load.gpu_util,
     last_seen_at: iso(s.last_seen_at),
     queued_by_proxy: queuedByProxy(s.models, proxies),
+    engine: toEngineView(s.engine),
   };
 }
 

@@ -13,6 +13,8 @@ import type { LoadStore } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
 import { RegistryEventsService } from '../events/registry-events.service';
+import { listModels, probeHealth } from '../liveness/probe';
+import { RegistryKeeperService } from './registry-keeper.service';
 
 export const notFound = (id: string) =>
   new HttpException(errorBody(`instance '${id}' is not registered; register it again`, 'not_found_error', 'instance_not_found'), 404);
@@ -26,19 +28,40 @@ export class InstancesService {
     @Inject(LOAD_STORE) private readonly store: LoadStore,
     @Inject(CONTROL_PLANE_CONFIG) private readonly config: ControlPlaneConfig,
     private readonly events: RegistryEventsService,
+    private readonly keeper: RegistryKeeperService,
   ) {}
 
   async register(reg: ParsedInstanceRegistration): Promise<RegistrationResponse> {
     const ttl = this.config.INSTANCE_TTL_S;
     const { registered_at: _r, ...record } = toInstanceRecord(reg, ttl, 0);
+    if (reg.probe_now) await this.probeBeforeRegistering(record.url, record.models);
     const { created } = await this.store.register(record);
+    this.keeper.remember(record);
     void this.events.publish();
     this.logger.log(`${created ? 'registered' : 're-registered'} ${record.instance_id} at ${record.url} for ${record.models.join(',')}`);
     return { instance_id: record.instance_id, heartbeat_interval_s: heartbeatIntervalS(ttl), ttl_s: ttl };
   }
 
+  /** `probe_now`: the URL must answer a probe and list every model being registered; 422 naming the reason otherwise. */
+  private async probeBeforeRegistering(url: string, models: readonly string[]): Promise<void> {
+    const unprocessable = (message: string, param: string) => new HttpException(errorBody(message, 'invalid_request_error', 'probe_failed', param), 422);
+    const timeoutMs = this.config.PROBE_TIMEOUT_S * 1000;
+    const health = await probeHealth(url, timeoutMs);
+    if (!health.ok) throw unprocessable(`url: ${url} cannot be reached: ${health.reason}`, 'url');
+    let served: string[];
+    try {
+      served = await listModels(url, timeoutMs);
+    } catch (err) {
+      throw unprocessable(`models: cannot read the models served at ${url}: ${(err as Error).message}`, 'models');
+    }
+    const missing = models.filter((m) => !served.includes(m));
+    if (missing.length) throw unprocessable(`models: ${missing.join(', ')} not listed by ${url}/v1/models (it lists: ${served.join(', ') || 'nothing'})`, 'models');
+  }
+
   async heartbeat(id: string, hb: Heartbeat): Promise<void> {
-    if (!(await this.store.heartbeat(id, hb))) throw notFound(id);
+    const result = await this.store.heartbeat(id, hb);
+    if (result === 'unknown') throw notFound(id);
+    if (result === 'revived') this.logger.log(`instance ${id} alive (heartbeat resumed)`);
   }
 
   /** Old agents still send their own in-flight count: ignored, with one warning per instance. */
@@ -50,6 +73,7 @@ export class InstancesService {
 
   async remove(id: string): Promise<void> {
     if (!(await this.store.remove(id))) throw notFound(id);
+    this.keeper.forget(id);
     void this.events.publish();
   }
 

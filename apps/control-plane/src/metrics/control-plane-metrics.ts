@@ -71,6 +71,11 @@ export class ControlPlaneMetrics {
     perInstance('switchyard_instance_inflight', 'In-flight requests per instance: the sum of every proxy contribution', (s) => s.load.inflight);
     perInstance('switchyard_instance_qps_1m', 'Requests per second over the last minute, as the instance last reported', (s) => s.load.qps_1m);
     perInstance('switchyard_instance_gpu_util', 'GPU utilisation in percent, as the instance last reported', (s) => s.load.gpu_util);
+    perInstance('switchyard_instance_engine_running', 'Requests the engine reports decoding now, from its /metrics', (s) => s.engine.running);
+    perInstance('switchyard_instance_engine_waiting', 'Requests queued inside the engine, from its /metrics', (s) => s.engine.waiting);
+    perInstance('switchyard_instance_engine_kv_cache_usage_ratio', 'KV-cache usage (0..1) the engine reports on its /metrics', (s) => s.engine.kv_cache_usage);
+    perInstance('switchyard_instance_engine_scraped_timestamp_seconds', 'When the engine /metrics were last read successfully (Unix seconds)', (s) => (s.engine.scraped_at === null ? null : s.engine.scraped_at / 1000));
+    perInstance('switchyard_instance_engine_scrape_error', '1 when the last /metrics scrape of the instance failed (scrape_error in the debug view), 0 when it worked', (s) => (s.engine.scraped_at === null && s.engine.scrape_error === null ? null : s.engine.scrape_error ? 1 : 0));
     new Gauge({
       name: 'switchyard_proxies',
       help: 'Proxy leases by state (draining counts alive proxies that are draining)',

@@ -1,0 +1,80 @@
+import { Agent, request } from 'undici';
+
+/** Larger /metrics pages are refused: real engines publish well under 1 MiB. */
+export const MAX_SCRAPE_BYTES = 4 * 1024 * 1024;
+/** /health and /v1/models answers are small; a larger one is not an engine's. */
+const MAX_SMALL_BYTES = 256 * 1024;
+
+/** Probes hold no connection between intervals open for long, and never more than a few per instance. */
+const agent = new Agent({ keepAliveTimeout: 10_000, connections: 4 });
+
+export interface FetchResult {
+  status: number;
+  body: string;
+}
+
+/**
+ * GET with a hard deadline and a size cap: a hanging or endless answer costs at most
+ * `timeoutMs` and `maxBytes`. Throws an Error whose message says what went wrong.
+ */
+export async function boundedGet(url: string, timeoutMs: number, maxBytes: number): Promise<FetchResult> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  try {
+    const res = await request(url, { method: 'GET', dispatcher: agent, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        res.body.destroy();
+        throw new Error(`answer larger than ${maxBytes} bytes`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    return { status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') };
+  } catch (err) {
+    if (signal.aborted) throw new Error(`no answer within ${timeoutMs / 1000} s`);
+    const e = err as { code?: string; message: string };
+    throw new Error(e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : e.message);
+  }
+}
+
+export type HealthPath = '/health' | '/v1/models';
+
+export type HealthOutcome = { ok: true; path: HealthPath } | { ok: false; reason: string };
+
+/**
+ * One liveness probe: `GET /health`; where an engine has no /health (404 or 405),
+ * `GET /v1/models` instead. `known` is the path that worked last time, tried first.
+ */
+export async function probeHealth(baseUrl: string, timeoutMs: number, known: HealthPath = '/health'): Promise<HealthOutcome> {
+  const attempt = async (path: HealthPath): Promise<HealthOutcome | 'absent'> => {
+    try {
+      const r = await boundedGet(baseUrl + path, timeoutMs, MAX_SMALL_BYTES);
+      if (r.status >= 200 && r.status < 300) return { ok: true, path };
+      if (path === '/health' && (r.status === 404 || r.status === 405)) return 'absent';
+      return { ok: false, reason: `GET ${path}: status ${r.status}` };
+    } catch (err) {
+      return { ok: false, reason: `GET ${path}: ${(err as Error).message}` };
+    }
+  };
+  const first = await attempt(known);
+  if (first !== 'absent') return first;
+  const models = await attempt('/v1/models');
+  return models === 'absent' ? { ok: false, reason: 'GET /v1/models: status 404' } : models;
+}
+
+/** The model ids an OpenAI-compatible server lists at /v1/models; throws naming what is wrong. */
+export async function listModels(baseUrl: string, timeoutMs: number): Promise<string[]> {
+  const r = await boundedGet(`${baseUrl}/v1/models`, timeoutMs, MAX_SMALL_BYTES);
+  if (r.status < 200 || r.status >= 300) throw new Error(`GET /v1/models: status ${r.status}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(r.body);
+  } catch {
+    throw new Error('GET /v1/models: not JSON');
+  }
+  const data = (body as { data?: unknown })?.data;
+  if (!Array.isArray(data)) throw new Error('GET /v1/models: no data list');
+  return data.map((m) => (m as { id?: unknown })?.id).filter((id): id is string => typeof id === 'string' && id.length > 0);
+}
