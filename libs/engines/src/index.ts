@@ -1,0 +1,2 @@
+export * from './parse-engine-metrics';
+export * from './engine-health';
