@@ -18,6 +18,7 @@ function instance(over: Partial<InstanceLoadView>): InstanceLoadView {
     gpu_util: null,
     last_seen_at: NOW,
     queued_by_proxy: {},
+    engine: { engine: 'unknown', running: null, waiting: null, kv_cache_usage: null, scraped_at: null, scrape_error: null },
     ...over,
   };
 }
@@ -40,13 +41,18 @@ describe('formatInstances', () => {
 
   it('adds limits and per-proxy counts with verbose', () => {
     const text = formatInstances(
-      view([instance({ instance_id: 'a', models: ['x', 'y'], is_alive: false, max_inflight: 4, inflight: 3, inflight_by_proxy: { p2: 1, p1: 2 }, queued_by_proxy: { p1: 2 }, qps_1m: 1.234, gpu_util: 55.5, last_seen_at: '2030-01-01T00:00:00.000Z' })]),
+      view([instance({ instance_id: 'a', models: ['x', 'y'], is_alive: false, max_inflight: 4, inflight: 3, inflight_by_proxy: { p2: 1, p1: 2 }, queued_by_proxy: { p1: 2 }, qps_1m: 1.234, gpu_util: 55.5, last_seen_at: '2030-01-01T00:00:00.000Z', engine: { engine: 'vllm', running: 3, waiting: 0, kv_cache_usage: 0.423, scraped_at: NOW, scrape_error: null } })]),
       true,
     );
     expect(rows(text)).toEqual([
-      ['ID', 'MODELS', 'ALIVE', 'INFLIGHT', 'MAX', 'WEIGHT', 'BY PROXY', 'QUEUED', 'QPS_1M', 'GPU_UTIL', 'LAST SEEN', 'URL'],
-      ['a', 'x,y', 'expired', '3', '4', '1', 'p1=2,p2=1', '2', '1.23', '55.5%', '60s ago', 'http://127.0.0.1:1'],
+      ['ID', 'MODELS', 'ALIVE', 'INFLIGHT', 'MAX', 'WEIGHT', 'BY PROXY', 'QUEUED', 'ENGINE', 'RUNNING', 'WAITING', 'KV', 'QPS_1M', 'GPU_UTIL', 'LAST SEEN', 'URL'],
+      ['a', 'x,y', 'expired', '3', '4', '1', 'p1=2,p2=1', '2', 'vllm', '3', '0', '42.3%', '1.23', '55.5%', '60s ago', 'http://127.0.0.1:1'],
     ]);
+  });
+
+  it('shows unknown engine signals as -, and a failed scrape with !', () => {
+    const text = formatInstances(view([instance({ instance_id: 'a', engine: { engine: 'sglang', running: null, waiting: 2, kv_cache_usage: null, scraped_at: NOW, scrape_error: 'GET /metrics: status 500' } })]), true);
+    expect(rows(text)[1].slice(8, 12)).toEqual(['sglang!', '-', '2', '-']);
   });
 
   it('says so when there is nothing to show', () => {

@@ -42,12 +42,12 @@ export class LeadershipService implements OnModuleInit, OnApplicationShutdown {
     this.claiming ??= this.store
       .claimControlPlane(this.replicaId, LEADERSHIP_TTL_MS)
       .catch(() => false)
-      .then((leader) => {
+      .then((leader: boolean) => {
         if (leader !== this.leader) this.logger.log(leader ? `replica ${this.replicaId} now probes, sweeps liveness and reaps leases` : `replica ${this.replicaId} stands by`);
         this.leader = leader;
         return leader;
       })
       .finally(() => (this.claiming = undefined));
-    return this.claiming;
+    return this.claiming as Promise<boolean>;
   }
 }
