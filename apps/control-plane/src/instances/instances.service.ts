@@ -38,7 +38,7 @@ export class InstancesService {
   }
 
   async heartbeat(id: string, hb: Heartbeat): Promise<void> {
-    if (!(await this.store.heartbeat(id, hb))) throw notFound(id);
+    if ((await this.store.heartbeat(id, hb)) === 'unknown') throw notFound(id);
   }
 
   /** Old agents still send their own in-flight count: ignored, with one warning per instance. */
