@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { EngineSignals } from './engine';
 
 export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_.:@\-]{1,200}$/;
 
@@ -73,6 +74,10 @@ export interface InstanceState extends InstanceRecord {
   is_alive: boolean;
   load: InstanceLoad;
   inflight_by_proxy: Record<string, number>;
+  /** The engine's own load from the last scrape; UNKNOWN_ENGINE until one is reported. */
+  engine: EngineSignals;
+  /** kv_cache_usage at or over KV_CACHE_GUARD at the last report (the control plane decides); false until reported. */
+  saturated: boolean;
 }
 
 /** The API's view of an instance (times as ISO strings). */

@@ -1,4 +1,4 @@
-import type { InstanceRecord } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import type { LoadStore } from './load-store';
 
 type NewRecord = Omit<InstanceRecord, 'registered_at'>;
@@ -35,12 +35,35 @@ export async function roundRobinWalk(store: LoadStore): Promise<string[]> {
   return order;
 }
 
-export function describeLoadStoreContract(name: string, makeStore: () => Promise<LoadStore>, cleanup: (s: LoadStore) => Promise<void>) {
+/** What a store under contract may be given: the random source that random and power_of_two draw from. */
+export interface ContractStoreOptions {
+  random?: () => number;
+}
+
+const vllm = (waiting: number | null, kv: number | null = 0.5): EngineSignals => ({ engine: 'vllm', running: 1, waiting, kv_cache_usage: kv, scraped_at: 1, scrape_error: null });
+const info = (proxy_id: string) => ({ proxy_id, inflight_http: 0, queued: {}, draining: false, degraded: false });
+
+export function describeLoadStoreContract(name: string, makeStore: (options?: ContractStoreOptions) => Promise<LoadStore>, cleanup: (s: LoadStore) => Promise<void>) {
   describe(`LoadStore contract: ${name}`, () => {
     let store: LoadStore;
+    let extra: LoadStore[] = [];
     beforeEach(async () => {
       store = await makeStore();
     });
+    afterEach(async () => {
+      for (const s of extra) await cleanup(s);
+      extra = [];
+    });
+    /** Replaces this case's store with an empty one whose random source repeats the draws, for exact random and power_of_two picks. */
+    const useRandom = async (draws: number[]) => {
+      let i = 0;
+      extra.push(store);
+      store = await makeStore({ random: () => draws[i++ % draws.length] });
+    };
+    const acquireId = async (s: LoadStore, strategy: Parameters<LoadStore['acquire']>[0]['strategy'], exclude?: string[]) => {
+      const r = await s.acquire({ proxyId: 'p1', model: 'm', strategy, ...(exclude ? { exclude } : {}) });
+      return r.kind === 'acquired' ? r.instance_id : r.kind;
+    };
     afterEach(async () => {
       await cleanup(store);
     });
@@ -51,6 +74,8 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
       const { created, state } = await store.register(record('a'));
       expect(created).toBe(true);
       expect(state.load).toEqual({ inflight: 0, qps_1m: null, gpu_util: null });
+      expect(state.engine).toEqual(UNKNOWN_ENGINE);
+      expect(state.saturated).toBe(false);
       expect(state.is_alive).toBe(true);
       expect(state.registered_at).toBeGreaterThan(0);
     });
@@ -76,14 +101,16 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
     it('records heartbeat metrics without touching inflight', async () => {
       await store.register(record('a'));
       await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
-      expect(await store.heartbeat('a', { qps_1m: 4.5, gpu_util: 70 })).toBe(true);
+      expect(await store.heartbeat('a', { qps_1m: 4.5, gpu_util: 70 })).toBe('alive');
       expect((await store.getInstance('a'))?.load).toEqual({ inflight: 1, qps_1m: 4.5, gpu_util: 70 });
-      expect(await store.heartbeat('a', { qps_1m: 0 })).toBe(true);
+      expect(await store.heartbeat('a', { qps_1m: 0 })).toBe('alive');
       expect((await store.getInstance('a'))?.load).toEqual({ inflight: 1, qps_1m: 0, gpu_util: 70 });
     });
 
     it('answers false to a heartbeat for an unknown instance', async () => {
-      expect(await store.heartbeat('ghost', {})).toBe(false);
+      expect(await store.heartbeat('ghost', {})).toBe('unknown');
+      expect(await store.reportEngine('ghost', vllm(1), false)).toBe(false);
+      expect(await store.markDown('ghost')).toBe('unknown');
       expect(await store.listInstances()).toEqual([]);
     });
 
@@ -96,8 +123,143 @@ export function describeLoadStoreContract(name: string, makeStore: () => Promise
         const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'round_robin' });
         expect(r).toMatchObject({ kind: 'acquired', instance_id: 'long' });
       }
-      await store.heartbeat('short', {});
+      expect(await store.heartbeat('short', {})).toBe('revived');
       expect((await store.getInstance('short'))?.is_alive).toBe(true);
+    });
+
+    it('reports each lapsed ttl once per lapse, and watches again after a heartbeat', async () => {
+      await store.register(record('short', { ttl_s: 0.2 }));
+      await store.register(record('downed', { ttl_s: 0.2 }));
+      await store.register(record('long'));
+      expect(await store.sweepLiveness()).toEqual([]);
+      await store.markDown('downed');
+      await sleep(300);
+      // 'downed' was taken out by markDown and reported then; only the ttl lapse is news.
+      expect(await store.sweepLiveness()).toEqual(['short']);
+      expect(await store.sweepLiveness()).toEqual([]);
+      await store.heartbeat('short', {});
+      expect(await store.sweepLiveness()).toEqual([]);
+      await sleep(300);
+      expect(await store.sweepLiveness()).toEqual(['short']);
+    });
+
+    it('takes a marked-down instance out of selection and every read at once; the next heartbeat revives it', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      expect(await store.markDown('a')).toBe('was_alive');
+      expect(await store.markDown('a')).toBe('already_down');
+      for (let i = 0; i < 3; i++) expect(await acquireId(store, 'round_robin')).toBe('b');
+      expect((await store.getInstance('a'))?.is_alive).toBe(false);
+      expect((await store.listInstances()).map((s) => [s.instance_id, s.is_alive])).toEqual([
+        ['a', false],
+        ['b', true],
+      ]);
+      await store.markDown('b');
+      expect(await acquireId(store, 'least_load')).toBe('none_alive');
+      expect(await store.heartbeat('a', {})).toBe('revived');
+      expect(await acquireId(store, 'least_load')).toBe('a');
+      expect(await store.heartbeat('a', {})).toBe('alive');
+      // Marking down never touches in-flight.
+      expect((await store.getInstance('b'))?.inflight_by_proxy).toEqual({ p1: 3 });
+    });
+
+    it('stores engine signals and the saturation flag without touching inflight or liveness', async () => {
+      await store.register(record('a'));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      const signals: EngineSignals = { engine: 'sglang', running: 3, waiting: 0, kv_cache_usage: 0.98, scraped_at: 1234, scrape_error: null };
+      expect(await store.reportEngine('a', signals, true)).toBe(true);
+      const a = await store.getInstance('a');
+      expect(a?.engine).toEqual(signals);
+      expect(a?.saturated).toBe(true);
+      expect(a?.load.inflight).toBe(1);
+      expect((await store.listInstances())[0]).toEqual(a);
+      const failed: EngineSignals = { ...UNKNOWN_ENGINE, scrape_error: 'metrics body over 4 MiB' };
+      expect(await store.reportEngine('a', failed, false)).toBe(true);
+      expect((await store.getInstance('a'))?.engine).toEqual(failed);
+      expect((await store.getInstance('a'))?.saturated).toBe(false);
+    });
+
+    it('least_load: with equal in-flight the engine with fewer waiting is chosen, before qps_1m; unknown waiting orders as 0', async () => {
+      for (const id of ['a', 'b', 'c']) await store.register(record(id));
+      await store.reportEngine('a', vllm(4), false);
+      await store.reportEngine('b', vllm(1), false);
+      await store.reportEngine('c', vllm(2), false);
+      await store.heartbeat('b', { qps_1m: 50 });
+      expect(await acquireId(store, 'least_load')).toBe('b');
+      // b now has 1 in flight: a and c tie on 0, c waits less.
+      expect(await acquireId(store, 'least_load')).toBe('c');
+      await store.reportEngine('a', vllm(null), false);
+      expect(await acquireId(store, 'least_load')).toBe('a');
+    });
+
+    it('saturation guard: a saturated instance is skipped while another has room, for every strategy; all saturated are still served', async () => {
+      await useRandom([0, 0.99]);
+      await store.register(record('a'));
+      await store.register(record('b', { max_inflight: 50 }));
+      await store.reportEngine('a', vllm(0, 0.99), true);
+      for (let i = 0; i < 3; i++) await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', exclude: ['a'] });
+      for (const strategy of ['least_load', 'round_robin', 'random', 'power_of_two'] as const) {
+        for (let i = 0; i < 2; i++) expect(await acquireId(store, strategy)).toBe('b');
+      }
+      await store.reportEngine('b', vllm(0, 0.98), true);
+      // Both saturated: least_load serves the less loaded one again.
+      expect(await acquireId(store, 'least_load')).toBe('a');
+      await store.reportEngine('a', vllm(0, 0.5), false);
+      await store.reportEngine('b', vllm(0, 0.5), false);
+      expect(await acquireId(store, 'least_load')).toBe('a');
+    });
+
+    it('random and power_of_two map the injected random draws onto alive, open instances in id order', async () => {
+      // Each acquire draws twice: [rand1, rand2].
+      await useRandom([0.6, 0.4, 0.1, 0.4, 0.6, 0.4, 0.6, 0.4]);
+      for (const id of ['c', 'a', 'd', 'b']) await store.register(record(id));
+      for (let i = 0; i < 3; i++) await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', exclude: ['a', 'b', 'd'] });
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', exclude: ['a', 'c', 'd'] });
+      // Four least_load acquires drew (0.6, 0.4) (0.1, 0.4) (0.6, 0.4) (0.6, 0.4); loads now: a 0, b 1, c 3, d 0.
+      expect(await acquireId(store, 'random')).toBe('c'); // floor(0.6 * 4) = 2 of [a, b, c, d]
+      expect(await acquireId(store, 'random', ['c'])).toBe('a'); // floor(0.1 * 3) = 0 of [a, b, d]
+      // c is 4 now. floor(0.6 * 4) = 2 -> c (4) against floor(0.4 * 3) = 1 of the rest [a, b, d] -> b (1): b is less loaded.
+      expect(await acquireId(store, 'power_of_two')).toBe('b');
+      // b is 2 now. With c excluded: floor(0.6 * 3) = 1 of [a, b, d] -> b (2) against floor(0.4 * 2) = 0 of [a, d] -> a (0).
+      expect(await acquireId(store, 'power_of_two', ['c'])).toBe('a');
+    });
+
+    it('claims the control plane for one replica at a time: renews its own, takes over a lapsed one', async () => {
+      expect(await store.claimControlPlane('cp-1', 300)).toBe(true);
+      expect(await store.claimControlPlane('cp-2', 300)).toBe(false);
+      expect(await store.claimControlPlane('cp-1', 300)).toBe(true);
+      await sleep(400);
+      expect(await store.claimControlPlane('cp-2', 300)).toBe(true);
+      expect(await store.claimControlPlane('cp-1', 300)).toBe(false);
+    });
+
+    it('tells a renewing proxy whether the control plane holds its lease; true when none ever claimed one', async () => {
+      expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
+      await store.claimControlPlane('cp-1', 200);
+      expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
+      await sleep(300);
+      expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: false });
+      await store.claimControlPlane('cp-2', 10_000);
+      expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
+    });
+
+    it('keeps the last liveness while the control plane lease has lapsed, and moves expiries on by the gap when one returns', async () => {
+      await store.register(record('a', { ttl_s: 0.4 }));
+      await store.register(record('gone', { ttl_s: 0.4 }));
+      await store.markDown('gone');
+      await store.claimControlPlane('cp-1', 100);
+      await sleep(600);
+      // a's ttl ran out at the clock, but after the control plane stopped: it stays alive for proxies and reads.
+      expect((await store.getInstance('a'))?.is_alive).toBe(true);
+      expect(await store.sweepLiveness()).toEqual([]);
+      expect(await acquireId(store, 'least_load')).toBe('a');
+      // Failed probes still take an instance out at once.
+      expect((await store.getInstance('gone'))?.is_alive).toBe(false);
+      expect(await store.claimControlPlane('cp-2', 10_000)).toBe(true);
+      expect((await store.getInstance('a'))?.is_alive).toBe(true);
+      await sleep(500);
+      expect((await store.getInstance('a'))?.is_alive).toBe(false);
+      expect(await store.sweepLiveness()).toEqual(['a']);
     });
 
     it('reports unknown model, none alive and all full distinctly', async () => {

@@ -1,4 +1,4 @@
-import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import type { Strategy } from '@switchyard/routing';
 
 export interface HeartbeatUpdate {
@@ -27,6 +27,21 @@ export interface FleetState {
   proxies: ProxyState[];
 }
 
+/** What a heartbeat or successful probe found: 'revived' when the instance was not alive just before it. */
+export type HeartbeatResult = 'unknown' | 'alive' | 'revived';
+
+/** What markDown found: 'already_down' when the instance was not alive anyway (marked down or ttl lapsed). */
+export type MarkDownResult = 'unknown' | 'was_alive' | 'already_down';
+
+export interface LeaseRenewal {
+  /**
+   * A control plane holds its lease (claimControlPlane) on the store's clock. True too when no
+   * control plane ever claimed one (a single process, or a control plane without leadership):
+   * liveness is then judged at the store's clock as always, so there is nothing to warn about.
+   */
+  controlPlaneAlive: boolean;
+}
+
 export interface RegisterResult {
   created: boolean;
   state: InstanceState;
@@ -42,8 +57,28 @@ export interface LoadStore {
   readonly capacityChannel?: string;
   /** Adds or updates an instance; a new one starts at 0 in flight, an existing one keeps its count. */
   register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult>;
-  /** Refreshes liveness and heartbeat metrics; false when the instance is unknown. Never touches in-flight. */
-  heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<boolean>;
+  /**
+   * Refreshes liveness (a heartbeat or a successful probe) and heartbeat metrics; clears a markDown.
+   * Never touches in-flight.
+   */
+  heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<HeartbeatResult>;
+  /**
+   * Stores the engine's own load from a scrape. `saturated` (kv_cache_usage >= KV_CACHE_GUARD) is
+   * the caller's decision; selection reads it and `waiting` as numbers, never as JSON.
+   * False when the instance is unknown. Never touches in-flight or liveness.
+   */
+  reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean>;
+  /** Takes an instance out of selection at once (failed probes); the next heartbeat or successful probe revives it. */
+  markDown(instanceId: string): Promise<MarkDownResult>;
+  /** Ids whose ttl lapsed since the last sweep, each reported once (markDown ones are not: they were reported then). */
+  sweepLiveness(): Promise<string[]>;
+  /**
+   * Leadership among control-plane replicas and the control plane's lease: true while this replica
+   * holds it (claims it when free or lapsed, renews its own). While a lease that was written has
+   * lapsed, liveness is judged at the moment it lapsed, so stopping every control plane expires no one;
+   * a claim after a lapse moves every instance's expiry on by the gap, so no one expires on return either.
+   */
+  claimControlPlane(replicaId: string, ttlMs: number): Promise<boolean>;
   /** Removes an instance and every proxy's contribution to it; false when unknown. */
   remove(instanceId: string): Promise<boolean>;
   /** One instance, with the same fields listInstances() gives it; null when unknown. */
@@ -58,8 +93,8 @@ export interface LoadStore {
   /** Replaces this proxy's contributions with its local truth, adjusting the shared sums atomically. */
   reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void>;
 
-  /** Creates or extends a proxy's lease for ttlMs from now (store clock). */
-  renewLease(info: ProxyInfo, ttlMs: number): Promise<void>;
+  /** Creates or extends a proxy's lease for ttlMs from now (store clock); says in the same step whether a control plane holds its lease. */
+  renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal>;
   /** Ends a proxy's lease now, removing its contributions at once. */
   dropLease(proxyId: string): Promise<void>;
   /** Removes the contributions of every proxy whose lease has expired; returns their ids. */

@@ -1,4 +1,4 @@
 import { describeLoadStoreContract } from './load-store.contract';
 import { MemoryLoadStore } from './memory-load-store';
 
-describeLoadStoreContract('memory', async () => new MemoryLoadStore(), async (s) => s.close());
+describeLoadStoreContract('memory', async (options) => new MemoryLoadStore(options), async (s) => s.close());

@@ -1,13 +1,21 @@
-import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
+import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
 
 interface Entry {
   record: InstanceRecord;
   lastSeen: number;
+  /** lastSeen + ttl, moved on when a control plane reclaims a lapsed lease. */
+  expiresAt: number;
+  /** Failed probes took it out; the next heartbeat brings it back. */
+  down: boolean;
+  /** Not yet reported by sweepLiveness as lapsed (and not marked down). */
+  watched: boolean;
   qps: number | null;
   gpu: number | null;
   inflight: number;
+  engine: EngineSignals;
+  saturated: boolean;
 }
 
 interface Lease {
@@ -28,6 +36,7 @@ export class MemoryLoadStore implements LoadStore {
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
   private version = 0;
+  private controlPlane: { holder: string; until: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -39,20 +48,65 @@ export class MemoryLoadStore implements LoadStore {
   async register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult> {
     const now = this.now();
     const existing = this.instances.get(record.instance_id);
+    const live = { lastSeen: now, expiresAt: now + ttlMs(record.ttl_s), down: false, watched: true };
     const entry: Entry = existing
-      ? { ...existing, record: { ...record, registered_at: existing.record.registered_at }, lastSeen: now }
-      : { record: { ...record, registered_at: now }, lastSeen: now, qps: null, gpu: null, inflight: 0 };
+      ? { ...existing, ...live, record: { ...record, registered_at: existing.record.registered_at } }
+      : { ...live, record: { ...record, registered_at: now }, qps: null, gpu: null, inflight: 0, engine: UNKNOWN_ENGINE, saturated: false };
     this.instances.set(record.instance_id, entry);
     this.version += 1;
     return { created: !existing, state: this.toState(entry, now) };
   }
 
-  async heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<boolean> {
+  async heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<HeartbeatResult> {
     const entry = this.instances.get(instanceId);
-    if (!entry) return false;
-    entry.lastSeen = this.now();
+    if (!entry) return 'unknown';
+    const now = this.now();
+    const wasAlive = this.isAlive(entry, now);
+    entry.lastSeen = now;
+    entry.expiresAt = now + ttlMs(entry.record.ttl_s);
+    entry.down = false;
+    entry.watched = true;
     if (update.qps_1m !== undefined) entry.qps = update.qps_1m;
     if (update.gpu_util !== undefined) entry.gpu = update.gpu_util;
+    return wasAlive ? 'alive' : 'revived';
+  }
+
+  async reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean> {
+    const entry = this.instances.get(instanceId);
+    if (!entry) return false;
+    entry.engine = { ...signals };
+    entry.saturated = saturated;
+    return true;
+  }
+
+  async markDown(instanceId: string): Promise<MarkDownResult> {
+    const entry = this.instances.get(instanceId);
+    if (!entry) return 'unknown';
+    const wasAlive = this.isAlive(entry, this.now());
+    entry.down = true;
+    entry.watched = false;
+    return wasAlive ? 'was_alive' : 'already_down';
+  }
+
+  async sweepLiveness(): Promise<string[]> {
+    const at = this.judgedAt(this.now());
+    const lapsed: string[] = [];
+    for (const entry of this.instances.values()) {
+      if (entry.watched && entry.expiresAt < at) {
+        entry.watched = false;
+        lapsed.push(entry.record.instance_id);
+      }
+    }
+    return lapsed.sort();
+  }
+
+  async claimControlPlane(replicaId: string, ttl: number): Promise<boolean> {
+    const now = this.now();
+    const cp = this.controlPlane;
+    if (cp && cp.holder !== replicaId && cp.until >= now) return false;
+    // Time with no control plane does not count against anyone's ttl.
+    if (cp && cp.until < now) for (const entry of this.instances.values()) entry.expiresAt += now - cp.until;
+    this.controlPlane = { holder: replicaId, until: now + ttl };
     return true;
   }
 
@@ -88,9 +142,11 @@ export class MemoryLoadStore implements LoadStore {
         instance_id: e.record.instance_id,
         inflight: e.inflight,
         qps_1m: e.qps,
+        waiting: e.engine.waiting,
+        saturated: e.saturated,
         weight: e.record.weight,
         max_inflight: e.record.max_inflight,
-        is_alive: isAlive(e, now),
+        is_alive: this.isAlive(e, now),
       }));
     const ticket = this.tickets.get(request.model) ?? 0;
     this.tickets.set(request.model, ticket + 1);
@@ -129,12 +185,13 @@ export class MemoryLoadStore implements LoadStore {
     lease.contributions = next;
   }
 
-  async renewLease(info: ProxyInfo, ttlMs: number): Promise<void> {
+  async renewLease(info: ProxyInfo, ttl: number): Promise<LeaseRenewal> {
     const now = this.now();
     const lease = this.leaseOf(info.proxy_id, now);
     lease.info = { ...info };
-    lease.expiresAt = now + ttlMs;
+    lease.expiresAt = now + ttl;
     lease.lastSeen = now;
+    return { controlPlaneAlive: !this.controlPlane || this.controlPlane.until >= now };
   }
 
   async dropLease(proxyId: string): Promise<void> {
@@ -212,15 +269,27 @@ export class MemoryLoadStore implements LoadStore {
     return {
       ...entry.record,
       last_seen_at: entry.lastSeen,
-      is_alive: isAlive(entry, now),
+      is_alive: this.isAlive(entry, now),
       load: { inflight: entry.inflight, qps_1m: entry.qps, gpu_util: entry.gpu },
       inflight_by_proxy: byProxy,
+      engine: { ...entry.engine },
+      saturated: entry.saturated,
     };
+  }
+
+  /** Liveness is judged when the control plane's lease lapsed, if it has: proxies keep routing on the last liveness. */
+  private judgedAt(now: number): number {
+    return this.controlPlane && this.controlPlane.until < now ? this.controlPlane.until : now;
+  }
+
+  private isAlive(entry: Entry, now: number): boolean {
+    return !entry.down && entry.expiresAt >= this.judgedAt(now);
   }
 }
 
-function isAlive(entry: Entry, now: number): boolean {
-  return now - entry.lastSeen <= entry.record.ttl_s * 1000;
+/** Whole milliseconds, as the Redis store keeps them. */
+function ttlMs(ttlS: number): number {
+  return Math.round(ttlS * 1000);
 }
 
 function byId<T extends { instance_id: string }>(a: T, b: T): number {

@@ -20,7 +20,7 @@ afterAll(async () => {
 // Each case gets a pool of its own on the test's own server, so no flush is needed.
 describeLoadStoreContract(
   'redis',
-  async () => new RedisLoadStore({ url: server.url, pool: `t${++pool}` }),
+  async (options) => new RedisLoadStore({ url: server.url, pool: `t${++pool}`, ...options }),
   async (s) => s.close(),
 );
 

@@ -1,6 +1,6 @@
 import Redis, { RedisOptions } from 'ioredis';
-import type { InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatUpdate, LoadStore, RegisterResult } from './load-store';
+import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
 import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
@@ -15,12 +15,31 @@ export interface RedisLoadStoreOptions {
   random?: () => number;
 }
 
-type ScriptName = 'syRegister' | 'syHeartbeat' | 'syRemove' | 'syAcquire' | 'syRelease' | 'syReconcile' | 'syRenewLease' | 'syDropLease' | 'syReap' | 'syDump' | 'syInstance';
+type ScriptName =
+  | 'syRegister'
+  | 'syHeartbeat'
+  | 'syReportEngine'
+  | 'syMarkDown'
+  | 'sySweepLiveness'
+  | 'syClaimControlPlane'
+  | 'syRemove'
+  | 'syAcquire'
+  | 'syRelease'
+  | 'syReconcile'
+  | 'syRenewLease'
+  | 'syDropLease'
+  | 'syReap'
+  | 'syDump'
+  | 'syInstance';
 type ScriptFn = (key: string, ...args: (string | number)[]) => Promise<unknown>;
 
 const SCRIPTS: Record<ScriptName, string> = {
   syRegister: scripts.REGISTER,
   syHeartbeat: scripts.HEARTBEAT,
+  syReportEngine: scripts.REPORT_ENGINE,
+  syMarkDown: scripts.MARK_DOWN,
+  sySweepLiveness: scripts.SWEEP_LIVENESS,
+  syClaimControlPlane: scripts.CLAIM_CONTROL_PLANE,
   syRemove: scripts.REMOVE,
   syAcquire: scripts.ACQUIRE,
   syRelease: scripts.RELEASE,
@@ -34,30 +53,29 @@ const SCRIPTS: Record<ScriptName, string> = {
 
 /** One instance's fields as the scripts read them; null or undefined where its hash has no entry. */
 type Field = string | null | undefined;
-interface InstanceFields {
-  rec: string;
-  reg: Field;
-  seen: Field;
-  qps: Field;
-  gpu: Field;
-  inflight: Field;
-  byProxy: Record<string, number>;
+type Fields = Record<(typeof scripts.INSTANCE_FIELDS)[number], Field>;
+
+/** When liveness is judged: the moment the control plane's lease lapsed, if it has (see JUDGED_AT in the scripts). */
+function judgedAt(now: number, cpUntil: Field): number {
+  const until = cpUntil == null ? Infinity : Number(cpUntil);
+  return Math.min(now, until);
 }
 
-function toInstanceState(f: InstanceFields, now: number): InstanceState {
-  const record = JSON.parse(f.rec) as Omit<InstanceRecord, 'registered_at'>;
-  const lastSeen = Number(f.seen);
+function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>, now: number, cpUntil: Field): InstanceState {
+  const record = JSON.parse(rec) as Omit<InstanceRecord, 'registered_at'>;
   return {
     ...record,
     registered_at: Number(f.reg),
-    last_seen_at: lastSeen,
-    is_alive: now - lastSeen <= record.ttl_s * 1000,
+    last_seen_at: Number(f.seen),
+    is_alive: f.down == null && f.exp != null && Number(f.exp) >= judgedAt(now, cpUntil),
     load: {
       inflight: Number(f.inflight ?? 0),
       qps_1m: f.qps == null ? null : Number(f.qps),
       gpu_util: f.gpu == null ? null : Number(f.gpu),
     },
-    inflight_by_proxy: f.byProxy,
+    inflight_by_proxy: byProxy,
+    engine: f.eng == null ? { ...UNKNOWN_ENGINE } : (JSON.parse(f.eng) as EngineSignals),
+    saturated: f.sat != null,
   };
 }
 
@@ -114,9 +132,27 @@ export class RedisLoadStore implements LoadStore {
     return { created: created === 1, state };
   }
 
-  async heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<boolean> {
-    const ok = await this.run('syHeartbeat', instanceId, update.qps_1m ?? '', update.gpu_util ?? '');
-    return ok === 1;
+  async heartbeat(instanceId: string, update: HeartbeatUpdate): Promise<HeartbeatResult> {
+    const r = await this.run('syHeartbeat', instanceId, update.qps_1m ?? '', update.gpu_util ?? '');
+    return r === 0 ? 'unknown' : r === 1 ? 'alive' : 'revived';
+  }
+
+  async reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean> {
+    const waiting = signals.waiting !== null && Number.isFinite(signals.waiting) ? signals.waiting : '';
+    return (await this.run('syReportEngine', instanceId, JSON.stringify(signals), waiting, saturated ? 1 : 0)) === 1;
+  }
+
+  async markDown(instanceId: string): Promise<MarkDownResult> {
+    const r = await this.run('syMarkDown', instanceId);
+    return r === 0 ? 'unknown' : r === 1 ? 'was_alive' : 'already_down';
+  }
+
+  async sweepLiveness(): Promise<string[]> {
+    return ((await this.run('sySweepLiveness')) as string[]).sort();
+  }
+
+  async claimControlPlane(replicaId: string, ttlMs: number): Promise<boolean> {
+    return (await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs))) === 1;
   }
 
   async remove(instanceId: string): Promise<boolean> {
@@ -124,12 +160,15 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async getInstance(instanceId: string): Promise<InstanceState | null> {
-    const raw = (await this.run('syInstance', instanceId)) as [number, string, Field, Field, Field, Field, Field, string[]] | null;
+    const raw = (await this.run('syInstance', instanceId)) as [number, Field, string, ...unknown[]] | null;
     if (!raw) return null;
-    const [now, rec, reg, seen, qps, gpu, inflight, flat] = raw;
+    const [now, cpUntil, rec] = raw;
+    const values = raw.slice(3) as Field[];
+    const f = Object.fromEntries(scripts.INSTANCE_FIELDS.map((name, i) => [name, values[i]])) as Fields;
+    const flat = raw[3 + scripts.INSTANCE_FIELDS.length] as string[];
     const byProxy: Record<string, number> = {};
     for (let i = 0; i < flat.length; i += 2) byProxy[flat[i]] = Number(flat[i + 1]);
-    return toInstanceState({ rec, reg, seen, qps, gpu, inflight, byProxy }, now);
+    return toInstanceState(rec, f, byProxy, now, cpUntil);
   }
 
   async listInstances(): Promise<InstanceState[]> {
@@ -141,7 +180,7 @@ export class RedisLoadStore implements LoadStore {
     return {
       version: d.version,
       generated_at: d.now,
-      instances: d.instances.map(({ last_seen_at: _s, is_alive: _a, load: _l, inflight_by_proxy: _b, ...record }) => record),
+      instances: d.instances.map(({ last_seen_at: _s, is_alive: _a, load: _l, inflight_by_proxy: _b, engine: _e, saturated: _x, ...record }) => record),
     };
   }
 
@@ -153,7 +192,7 @@ export class RedisLoadStore implements LoadStore {
       request.proxyId,
       this.random(),
       this.random(),
-      JSON.stringify(request.exclude ?? []),
+      ...(request.exclude ?? []),
     )) as [number, string?, string?, number?];
     switch (r[0]) {
       case 1:
@@ -177,8 +216,9 @@ export class RedisLoadStore implements LoadStore {
     await this.run('syReconcile', proxyId, JSON.stringify(counts));
   }
 
-  async renewLease(info: ProxyInfo, ttlMs: number): Promise<void> {
-    await this.run('syRenewLease', info.proxy_id, Math.round(ttlMs), JSON.stringify(info));
+  async renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal> {
+    const r = await this.run('syRenewLease', info.proxy_id, Math.round(ttlMs), JSON.stringify(info));
+    return { controlPlaneAlive: r === 1 };
   }
 
   async dropLease(proxyId: string): Promise<void> {
@@ -208,19 +248,18 @@ export class RedisLoadStore implements LoadStore {
 
   private async dump(): Promise<{ now: number; version: number; instances: InstanceState[]; proxies: ProxyState[] }> {
     const raw = (await this.run('syDump')) as unknown[];
-    const [now, version, rec, reg, seen, , qps, gpu, inflight, leases, leaseInfo, leaseSeen] = raw as [
-      number,
-      number,
-      ...string[][],
-    ];
+    const [now, version, cpUntil, rec] = raw as [number, number, Field, string[]];
     const hash = (flat: string[]) => {
       const m = new Map<string, string>();
       for (let i = 0; i < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
       return m;
     };
-    const [regM, seenM, qpsM, gpuM, infM, infoM, leaseSeenM] = [reg, seen, qps, gpu, inflight, leaseInfo, leaseSeen].map(hash);
+    const nf = scripts.INSTANCE_FIELDS.length;
+    const fieldMaps = (raw.slice(4, 4 + nf) as string[][]).map(hash);
+    const [leases, leaseInfo, leaseSeen] = raw.slice(4 + nf, 7 + nf) as string[][];
+    const [infoM, leaseSeenM] = [leaseInfo, leaseSeen].map(hash);
     const byInstance = new Map<string, Record<string, number>>();
-    for (const entry of raw.slice(12) as [string, string[]][]) {
+    for (const entry of raw.slice(7 + nf) as [string, string[]][]) {
       const [proxyId, flat] = entry;
       for (let i = 0; i < flat.length; i += 2) {
         const map = byInstance.get(flat[i]) ?? {};
@@ -231,12 +270,8 @@ export class RedisLoadStore implements LoadStore {
     const instances: InstanceState[] = [];
     for (let i = 0; i < rec.length; i += 2) {
       const id = rec[i];
-      instances.push(
-        toInstanceState(
-          { rec: rec[i + 1], reg: regM.get(id), seen: seenM.get(id), qps: qpsM.get(id), gpu: gpuM.get(id), inflight: infM.get(id), byProxy: byInstance.get(id) ?? {} },
-          now,
-        ),
-      );
+      const f = Object.fromEntries(scripts.INSTANCE_FIELDS.map((name, k) => [name, fieldMaps[k].get(id)])) as Fields;
+      instances.push(toInstanceState(rec[i + 1], f, byInstance.get(id) ?? {}, now, cpUntil));
     }
     instances.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0));
     const proxies: ProxyState[] = [];

@@ -11,6 +11,8 @@ export interface CachedInstance {
   max_inflight: number | null;
   is_alive: boolean;
   qps_1m: number | null;
+  waiting: number | null;
+  saturated: boolean;
 }
 
 /**
@@ -48,7 +50,7 @@ export class RegistryCache {
     this.replace(
       snapshot.instances.map((r) => {
         const known = this.instances.get(r.instance_id);
-        return { instance_id: r.instance_id, url: r.url, models: r.models, weight: r.weight, max_inflight: r.max_inflight, is_alive: known?.is_alive ?? true, qps_1m: known?.qps_1m ?? null };
+        return { instance_id: r.instance_id, url: r.url, models: r.models, weight: r.weight, max_inflight: r.max_inflight, is_alive: known?.is_alive ?? true, qps_1m: known?.qps_1m ?? null, waiting: known?.waiting ?? null, saturated: known?.saturated ?? false };
       }),
     );
     return true;
@@ -73,7 +75,16 @@ export class RegistryCache {
   candidates(model: string, localInflight: ReadonlyMap<string, number>, exclude: readonly string[]): Candidate[] {
     return (this.byModel.get(model) ?? [])
       .filter((i) => !exclude.includes(i.instance_id))
-      .map((i) => ({ instance_id: i.instance_id, inflight: localInflight.get(i.instance_id) ?? 0, qps_1m: i.qps_1m, weight: i.weight, max_inflight: i.max_inflight, is_alive: i.is_alive }));
+      .map((i) => ({
+        instance_id: i.instance_id,
+        inflight: localInflight.get(i.instance_id) ?? 0,
+        qps_1m: i.qps_1m,
+        waiting: i.waiting,
+        saturated: i.saturated,
+        weight: i.weight,
+        max_inflight: i.max_inflight,
+        is_alive: i.is_alive,
+      }));
   }
 
   private replace(list: CachedInstance[]): void {
@@ -90,5 +101,5 @@ export class RegistryCache {
 }
 
 function fromState(s: InstanceState): CachedInstance {
-  return { instance_id: s.instance_id, url: s.url, models: s.models, weight: s.weight, max_inflight: s.max_inflight, is_alive: s.is_alive, qps_1m: s.load.qps_1m };
+  return { instance_id: s.instance_id, url: s.url, models: s.models, weight: s.weight, max_inflight: s.max_inflight, is_alive: s.is_alive, qps_1m: s.load.qps_1m, waiting: s.engine.waiting, saturated: s.saturated };
 }

@@ -1,7 +1,7 @@
 import { Candidate, parseStrategy, pick, STRATEGIES } from './index';
 
 function cand(id: string, inflight: number, extra: Partial<Candidate> = {}): Candidate {
-  return { instance_id: id, inflight, qps_1m: null, weight: 1, max_inflight: null, is_alive: true, ...extra };
+  return { instance_id: id, inflight, qps_1m: null, waiting: null, saturated: false, weight: 1, max_inflight: null, is_alive: true, ...extra };
 }
 const input = (ticket = 0, rand1 = 0, rand2 = 0) => ({ ticket, rand1, rand2 });
 
@@ -27,6 +27,12 @@ describe('pick least_load', () => {
     const r = pick('least_load', [cand('a', 1, { qps_1m: 5 }), cand('b', 1, { qps_1m: 2 })], input());
     expect(r).toEqual({ kind: 'picked', instance_id: 'b' });
   });
+  it('breaks in-flight ties by the engine waiting count before qps_1m (null orders as 0)', () => {
+    const cs = [cand('a', 1, { waiting: 3, qps_1m: 0 }), cand('b', 1, { waiting: 1, qps_1m: 9 }), cand('c', 2, { waiting: 0 })];
+    expect(pick('least_load', cs, input())).toEqual({ kind: 'picked', instance_id: 'b' });
+    expect(pick('least_load', [cand('a', 1, { waiting: 2 }), cand('b', 1)], input())).toEqual({ kind: 'picked', instance_id: 'b' });
+    expect(pick('least_load', [cand('a', 1, { waiting: 0, qps_1m: 1 }), cand('b', 1, { qps_1m: 2 })], input())).toEqual({ kind: 'picked', instance_id: 'a' });
+  });
   it('round-robins among full ties', () => {
     const cs = [cand('a', 0), cand('b', 0), cand('c', 0)];
     const picked = [0, 1, 2, 3].map((t) => (pick('least_load', cs, input(t)) as { instance_id: string }).instance_id);
@@ -44,6 +50,24 @@ describe('pick least_load', () => {
     expect(pick('least_load', [cand('a', 0, { is_alive: false })], input())).toEqual({ kind: 'none_alive' });
     expect(pick('least_load', [cand('a', 1, { max_inflight: 1 })], input())).toEqual({ kind: 'all_full' });
     expect(pick('least_load', [], input())).toEqual({ kind: 'none_alive' });
+  });
+});
+
+describe('saturation guard', () => {
+  it('skips a saturated instance while another has room, whatever its load', () => {
+    const cs = [cand('a', 0, { saturated: true }), cand('b', 7)];
+    for (const strategy of STRATEGIES) {
+      for (const t of [0, 1, 2]) expect(pick(strategy, cs, input(t, t / 3, 0.5))).toEqual({ kind: 'picked', instance_id: 'b' });
+    }
+  });
+  it('serves from saturated instances when every one with room is saturated', () => {
+    const cs = [cand('a', 3, { saturated: true }), cand('b', 1, { saturated: true }), cand('c', 0, { max_inflight: 0 })];
+    expect(pick('least_load', cs, input())).toEqual({ kind: 'picked', instance_id: 'b' });
+    expect(pick('round_robin', cs, input(1))).toEqual({ kind: 'picked', instance_id: 'b' });
+  });
+  it('does not count a full unsaturated instance as room', () => {
+    const cs = [cand('a', 2, { max_inflight: 2 }), cand('b', 5, { saturated: true })];
+    expect(pick('least_load', cs, input())).toEqual({ kind: 'picked', instance_id: 'b' });
   });
 });
 
