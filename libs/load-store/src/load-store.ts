@@ -103,6 +103,12 @@ export interface LoadStore {
   /** Instances and proxies in one consistent read, so every contribution shown belongs to a proxy in the same list. */
   fleet(): Promise<FleetState>;
 
+  /**
+   * Writes the registry marker if it is missing: 'missing' when the store is new or has lost its
+   * data since (Redis restarted without persistence, failover to an empty replica), 'kept' otherwise.
+   */
+  ensureRegistryMarker(): Promise<'kept' | 'missing'>;
+
   /** Resolves when the store answers. */
   ping(): Promise<void>;
   close(): Promise<void>;

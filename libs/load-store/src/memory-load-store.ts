@@ -223,6 +223,14 @@ export class MemoryLoadStore implements LoadStore {
     return { now, instances: this.instancesAt(now), proxies: this.proxiesAt(now) };
   }
 
+  private marked = false;
+
+  async ensureRegistryMarker(): Promise<'kept' | 'missing'> {
+    if (this.marked) return 'kept';
+    this.marked = true;
+    return 'missing';
+  }
+
   async ping(): Promise<void> {}
 
   async close(): Promise<void> {}

@@ -25,6 +25,21 @@ describeLoadStoreContract(
 );
 
 describe('RedisLoadStore specifics', () => {
+  it('finds its registry marker missing on a new pool and again after the pool was emptied, kept in between', async () => {
+    const store = new RedisLoadStore({ url: server.url, pool: 'marker' });
+    try {
+      expect(await store.ensureRegistryMarker()).toBe('missing');
+      expect(await store.ensureRegistryMarker()).toBe('kept');
+      await store.register(record('x'));
+      // What a Redis restarted without persistence looks like to the pool: nothing at all.
+      await store.redis.del(...(await store.redis.keys('sy:{marker}:*')));
+      expect(await store.ensureRegistryMarker()).toBe('missing');
+      expect(await store.ensureRegistryMarker()).toBe('kept');
+    } finally {
+      await store.close();
+    }
+  });
+
   it('shares counts between two store clients, as two proxies do', async () => {
     const a = new RedisLoadStore({ url: server.url, pool: 'shared' });
     const b = new RedisLoadStore({ url: server.url, pool: 'shared' });

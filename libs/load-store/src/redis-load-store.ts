@@ -30,7 +30,8 @@ type ScriptName =
   | 'syDropLease'
   | 'syReap'
   | 'syDump'
-  | 'syInstance';
+  | 'syInstance'
+  | 'syEnsureMarker';
 type ScriptFn = (key: string, ...args: (string | number)[]) => Promise<unknown>;
 
 const SCRIPTS: Record<ScriptName, string> = {
@@ -48,6 +49,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   syDropLease: scripts.DROP_LEASE,
   syReap: scripts.REAP,
   syDump: scripts.DUMP,
+  syEnsureMarker: scripts.ENSURE_MARKER,
   syInstance: scripts.INSTANCE,
 };
 
@@ -236,6 +238,10 @@ export class RedisLoadStore implements LoadStore {
   async fleet(): Promise<FleetState> {
     const { now, instances, proxies } = await this.dump();
     return { now, instances, proxies };
+  }
+
+  async ensureRegistryMarker(): Promise<'kept' | 'missing'> {
+    return (await this.run('syEnsureMarker')) === 1 ? 'missing' : 'kept';
   }
 
   async ping(): Promise<void> {

@@ -381,3 +381,10 @@ end
 out[#out + 1] = by
 return out
 `;
+
+/** ARGV: prefix. Returns 1 when the registry marker was missing (a new or emptied store) and is now written. */
+export const ENSURE_MARKER = `
+local p = ARGV[1]
+if redis.call('SET', p .. 'marker', '1', 'NX') then return 1 end
+return 0
+`;
