@@ -4,8 +4,8 @@ import type { EngineKind } from '@switchyard/contracts';
 export interface EngineHealth {
   /** Answer of a ready engine. */
   ready: { status: number; body: string; contentType?: string };
-  /** Answer while it cannot serve, or null when it does not answer HTTP at all then. */
-  notReady: { status: number; body: string; contentType?: string } | null;
+  /** Answer while it cannot serve (before it listens at all, the connection is refused). */
+  notReady: { status: number; body: string; contentType?: string };
   note: string;
 }
 

@@ -1,2 +1,3 @@
 export * from './parse-engine-metrics';
 export * from './engine-health';
+export * from './exposition';
