@@ -82,7 +82,7 @@ describe('engines that never heartbeat, kept alive by probes', () => {
   it('registers each after a probe, reads its engine signals, and keeps it routable for 3 × INSTANCE_TTL_S', async () => {
     for (const kind of KINDS) {
       const e = await engine(kind, `${kind}-model`);
-      e.setLoad({ running: 2, waiting: 3, kv: 0.42 });
+      Object.assign(e, { running: 2, waiting: 3, kv: 0.42 });
       byKind.set(kind, e);
       const r = await admin('POST', '/v1/instances', { instance_id: kind, url: e.url, models: [`${kind}-model`], probe_now: true });
       expect(r.status).toBe(200);
@@ -106,7 +106,7 @@ describe('engines that never heartbeat, kept alive by probes', () => {
   it.each(KINDS)('%s: a failing /health takes it out before its ttl, and recovery brings it back', async (kind) => {
     const e = byKind.get(kind) as FakeEngine;
     const before = cp.output.length;
-    e.setHealthy(false);
+    e.healthy = false;
     expect(await waitFor(async () => (await view(kind))?.is_alive === false, 10_000)).toBe(true);
     // Taken out by failed probes, not by the ttl.
     expect(cp.output.slice(before)).toMatch(new RegExp(`instance ${kind} not alive \\(probes failed`));
@@ -115,7 +115,7 @@ describe('engines that never heartbeat, kept alive by probes', () => {
     expect(await chat(`${kind}-model`)).toBe(503);
     expect(e.received).toBe(received);
 
-    e.setHealthy(true);
+    e.healthy = true;
     expect(await waitFor(async () => (await view(kind))?.is_alive === true, 10_000)).toBe(true);
     expect(cp.output.slice(before)).toMatch(new RegExp(`instance ${kind} alive \\(probe recovered`));
     expect(await waitFor(async () => (await chat(`${kind}-model`)) === kind, 5000)).toBe(true);
@@ -139,8 +139,8 @@ describe('engine signals in selection', () => {
     const b = await engine('vllm', 'tie-model');
     const signals = async (id: string, waiting: number, kv: number) => (await view(id))?.engine.waiting === waiting && (await view(id))?.engine.kv_cache_usage === kv;
     const set = async (wa: number, ka: number, wb: number, kb: number) => {
-      a.setLoad({ running: 0, waiting: wa, kv: ka });
-      b.setLoad({ running: 0, waiting: wb, kv: kb });
+      Object.assign(a, { running: 0, waiting: wa, kv: ka });
+      Object.assign(b, { running: 0, waiting: wb, kv: kb });
       expect(await waitFor(async () => (await signals('tie-a', wa, ka)) && (await signals('tie-b', wb, kb)), 10_000)).toBe(true);
       // The proxy reads the store's selection: nothing cached to wait for.
     };

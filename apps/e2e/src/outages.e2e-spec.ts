@@ -97,11 +97,11 @@ describe('outages', () => {
   it('two replicas: exactly one probes', async () => {
     const leaders = cps.filter((c) => /now probes, sweeps liveness and reaps leases/.test(c.output));
     expect(leaders).toHaveLength(1);
-    const probesBefore = declared.probes;
+    const probesBefore = declared.probes.health;
     await sleep(4 * PROBE_S * 1000);
     // One replica probing every PROBE_S: about 4 probes (never the 8 of two replicas), with slack for timers.
-    expect(declared.probes - probesBefore).toBeGreaterThanOrEqual(2);
-    expect(declared.probes - probesBefore).toBeLessThanOrEqual(6);
+    expect(declared.probes.health - probesBefore).toBeGreaterThanOrEqual(2);
+    expect(declared.probes.health - probesBefore).toBeLessThanOrEqual(6);
   });
 
   it('Redis restarted empty: declared and hand-registered instances come back with weight and max_inflight; then no request fails', async () => {
