@@ -1,4 +1,4 @@
-import { METRIC_SOURCE, NULL_SEMANTICS, ProxyInfo } from '@switchyard/contracts';
+import { METRIC_SOURCE, NULL_SEMANTICS, ProxyInfo, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { MemoryLoadStore } from '@switchyard/load-store';
 import { readFleet } from '../common/fleet';
 import { queuedByProxy, toDebugStatus, toInstanceLoads } from './debug-view';
@@ -59,6 +59,7 @@ describe('instance loads view', () => {
         gpu_util: null,
         last_seen_at: new Date(T0).toISOString(),
         queued_by_proxy: { p1: 2, p2: 3 },
+        engine: UNKNOWN_ENGINE,
       },
       {
         instance_id: 'b',
@@ -73,8 +74,16 @@ describe('instance loads view', () => {
         gpu_util: null,
         last_seen_at: new Date(T0).toISOString(),
         queued_by_proxy: { p1: 2 },
+        engine: UNKNOWN_ENGINE,
       },
     ]);
+  });
+
+  it('shows what the engine reported, with scraped_at as an ISO time, and unknown fields as null', async () => {
+    const { store } = await fleetAt();
+    await store.reportEngine('a', { engine: 'sglang', running: 3, waiting: 0, kv_cache_usage: null, scraped_at: T0 - 1500, scrape_error: null }, false);
+    const [a] = toInstanceLoads(await readFleet(store), false, T0).instances;
+    expect(a.engine).toEqual({ engine: 'sglang', running: 3, waiting: 0, kv_cache_usage: null, scraped_at: new Date(T0 - 1500).toISOString(), scrape_error: null });
   });
 
   it('reports a measured zero as 0 and keeps an unreported metric null', async () => {
