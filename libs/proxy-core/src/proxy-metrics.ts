@@ -6,6 +6,7 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export interface MetricsSource {
   inflightHttp(): number;
   degraded(): boolean;
+  controlPlaneReachable(): boolean;
   draining(): boolean;
   registrySize(): number;
   instanceInflight(): ReadonlyMap<string, number>;
@@ -27,6 +28,7 @@ export class ProxyMetrics {
     const scalar = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     scalar('switchyard_proxy_degraded', '1 while the store is unreachable and the proxy routes on local counts', () => (source.degraded() ? 1 : 0));
+    scalar('switchyard_proxy_control_plane_reachable', '1 while a control plane holds its lease in the store; 0 while none does and routing goes on with the last known liveness', () => (source.controlPlaneReachable() ? 1 : 0));
     scalar('switchyard_proxy_draining', '1 once the proxy has begun to drain', () => (source.draining() ? 1 : 0));
     scalar('switchyard_proxy_inflight_http', 'Open HTTP exchanges on every route', () => source.inflightHttp());
     scalar('switchyard_proxy_registry_instances', 'Instances in the local registry snapshot', () => source.registrySize());

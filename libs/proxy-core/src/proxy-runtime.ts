@@ -27,6 +27,8 @@ export class ProxyRuntime {
   draining = false;
   readonly queued: Record<string, number> = {};
   degraded = false;
+  /** Whether a control plane held its lease at the last renewal (see noteControlPlane). */
+  controlPlaneReachable = true;
   /** Store acquires sent and not yet answered. */
   pendingAcquires = 0;
   lastStoreError = '';
@@ -43,6 +45,7 @@ export class ProxyRuntime {
     this.metrics = new ProxyMetrics({
       inflightHttp: () => this.exchanges.open,
       degraded: () => this.degraded,
+      controlPlaneReachable: () => this.controlPlaneReachable,
       draining: () => this.draining,
       registrySize: () => this.registry.size,
       instanceInflight: () => this.counts.view,
@@ -128,7 +131,8 @@ export class ProxyRuntime {
   /** The lease renewal doubles as the store probe: the first success after a failure reconciles and re-pulls. */
   async renewLease(): Promise<void> {
     try {
-      await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000);
+      const { controlPlaneAlive } = await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000);
+      this.noteControlPlane(controlPlaneAlive);
     } catch (err) {
       this.storeFailed(err);
       return;
@@ -139,6 +143,17 @@ export class ProxyRuntime {
       await this.reconcile();
       await this.pullRegistry();
     }
+  }
+
+  /**
+   * No control plane holds its lease: liveness is no longer refreshed, and the store keeps the
+   * last liveness; routing goes on as it was. Said in /readyz and a metric, never not-ready.
+   */
+  private noteControlPlane(alive: boolean): void {
+    if (alive === this.controlPlaneReachable) return;
+    this.controlPlaneReachable = alive;
+    if (alive) this.logger.info('control plane holds its lease again: liveness is refreshed again');
+    else this.logger.warn('no control plane holds its lease: routing on the last known liveness until one returns');
   }
 
   /** Rewrites this proxy's shared contribution from its local truth, so a lost release heals. */

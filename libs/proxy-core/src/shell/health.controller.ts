@@ -22,6 +22,8 @@ export class HealthController {
       store: rt.degraded ? 'unreachable' : 'ok',
       degraded: rt.degraded,
       ...(rt.degraded ? { store_error: rt.lastStoreError } : {}),
+      // Not a reason to stop taking traffic: the control plane is not in the request path.
+      control_plane: rt.controlPlaneReachable ? 'ok' : 'unreachable',
       registry: { instances: rt.registry.size, models: rt.registry.models() },
       inflight_http: rt.exchanges.open,
     };
