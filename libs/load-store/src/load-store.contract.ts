@@ -351,6 +351,46 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       }
     });
 
+    it('is atomic at 1,000 instances: 200 parallel least_load acquires never put one instance over 1 more than the minimum', async () => {
+      const ids = Array.from({ length: 1000 }, (_, i) => `i${String(i).padStart(4, '0')}`);
+      for (const id of ids) await store.register(record(id));
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => store.acquire({ proxyId: `p${i % 8}`, model: 'm', strategy: 'least_load' })),
+      );
+      // Every acquirer saw the minimum of 0 and took a different instance: each answer is a count of 1.
+      expect(results.every((r) => r.kind === 'acquired' && r.inflight === 1)).toBe(true);
+      const taken = results.map((r) => (r as { instance_id: string }).instance_id);
+      expect(new Set(taken).size).toBe(200);
+      const states = await store.listInstances();
+      expect(states.reduce((s, x) => s + x.load.inflight, 0)).toBe(200);
+      expect(Math.max(...states.map((x) => x.load.inflight))).toBe(1);
+    }, 30_000);
+
+    it('least_load round-robins among ties in id order, skipping excluded ones, with the model ticket', async () => {
+      for (const id of ['d', 'b', 'a', 'c']) await store.register(record(id));
+      expect(await acquireId(store, 'least_load', ['b'])).toBe('a'); // ticket 0 over [a, c, d]
+      expect(await acquireId(store, 'least_load', ['c'])).toBe('d'); // ticket 1 over [b, d]
+      expect(await acquireId(store, 'least_load')).toBe('b'); // ticket 2 over [b, c]
+      expect(await acquireId(store, 'least_load')).toBe('c'); // ticket 3 over [c]
+      expect(await acquireId(store, 'least_load', ['a', 'b'])).toBe('c'); // ticket 4 over [c, d]: 4 % 2 = 0
+      // round_robin shares the ticket and ignores load: ticket 5 over [a, c, d] -> 5 % 3 = 2.
+      expect(await acquireId(store, 'round_robin', ['b'])).toBe('d');
+    });
+
+    it('skips an instance whose ttl lapsed in every strategy, before any sweep', async () => {
+      await useRandom([0, 0.99]);
+      await store.register(record('a', { ttl_s: 0.2 }));
+      await store.register(record('b'));
+      await store.register(record('c', { ttl_s: 0.2 }));
+      await sleep(300);
+      for (const strategy of ['least_load', 'round_robin', 'random', 'power_of_two'] as const) {
+        for (let i = 0; i < 3; i++) expect(await acquireId(store, strategy)).toBe('b');
+      }
+      expect(await store.sweepLiveness()).toEqual(['a', 'c']);
+      await store.heartbeat('a', {});
+      expect(await acquireId(store, 'least_load')).toBe('a');
+    });
+
     it('releases exactly once per acquisition and never below 0', async () => {
       await store.register(record('a'));
       await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
