@@ -258,6 +258,23 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await store.claimControlPlane('cp-2', 10_000)).toBe(true);
       expect((await store.getInstance('a'))?.is_alive).toBe(true);
       await sleep(500);
+      // Judged at cp-2's last claim until it claims again.
+      expect((await store.getInstance('a'))?.is_alive).toBe(true);
+      await store.claimControlPlane('cp-2', 10_000);
+      expect((await store.getInstance('a'))?.is_alive).toBe(false);
+      expect(await store.sweepLiveness()).toEqual(['a']);
+    });
+
+    it('freezes liveness as soon as the control plane stops claiming, before its lease lapses', async () => {
+      await store.register(record('a', { ttl_s: 0.3 }));
+      // A long lease, then no renewal: the ttl runs out while the lease is still held.
+      await store.claimControlPlane('cp-1', 5000);
+      await sleep(500);
+      expect((await store.getInstance('a'))?.is_alive).toBe(true);
+      expect(await store.sweepLiveness()).toEqual([]);
+      expect(await acquireId(store, 'least_load')).toBe('a');
+      // The holder renews: liveness is judged now again, and a's ttl has lapsed.
+      await store.claimControlPlane('cp-1', 5000);
       expect((await store.getInstance('a'))?.is_alive).toBe(false);
       expect(await store.sweepLiveness()).toEqual(['a']);
     });

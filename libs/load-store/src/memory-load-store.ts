@@ -36,7 +36,7 @@ export class MemoryLoadStore implements LoadStore {
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
   private version = 0;
-  private controlPlane: { holder: string; until: number } | null = null;
+  private controlPlane: { holder: string; until: number; seen: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -105,8 +105,8 @@ export class MemoryLoadStore implements LoadStore {
     const cp = this.controlPlane;
     if (cp && cp.holder !== replicaId && cp.until >= now) return false;
     // Time with no control plane does not count against anyone's ttl.
-    if (cp && cp.until < now) for (const entry of this.instances.values()) entry.expiresAt += now - cp.until;
-    this.controlPlane = { holder: replicaId, until: now + ttl };
+    if (cp && cp.until < now) for (const entry of this.instances.values()) entry.expiresAt += now - cp.seen;
+    this.controlPlane = { holder: replicaId, until: now + ttl, seen: now };
     return true;
   }
 
@@ -286,9 +286,9 @@ export class MemoryLoadStore implements LoadStore {
     };
   }
 
-  /** Liveness is judged when the control plane's lease lapsed, if it has: proxies keep routing on the last liveness. */
+  /** Liveness is judged at the control plane's last claim, if one ever claimed: when every control plane stops, it freezes there. */
   private judgedAt(now: number): number {
-    return this.controlPlane && this.controlPlane.until < now ? this.controlPlane.until : now;
+    return this.controlPlane ? Math.min(now, this.controlPlane.seen) : now;
   }
 
   private isAlive(entry: Entry, now: number): boolean {

@@ -127,7 +127,8 @@ const canBuildLocale = existsSync('/usr/share/i18n/locales/en_US') && spawnSync(
     });
     await waitForPort(port);
     url = `redis://127.0.0.1:${port}`;
-  });
+    // localedef takes seconds on a busy 2-core machine.
+  }, 60_000);
   afterAll(async () => {
     if (localeServer && localeServer.exitCode === null) {
       await new Promise((resolve) => {
