@@ -2,6 +2,11 @@ import { parseEnv } from '@switchyard/config';
 import { z } from 'zod';
 
 const num = (d: number, min = 0) => z.coerce.number().finite().min(min).default(d);
+const bool = (d: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'], { errorMap: () => ({ message: 'must be true or false' }) })
+    .default(d ? 'true' : 'false')
+    .transform((v) => v === 'true' || v === '1');
 
 const schema = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(9001),
@@ -13,10 +18,16 @@ const schema = z.object({
   TOKEN_MS: num(10),
   TOKEN_MS_PER_BATCH: num(2),
   DEFAULT_MAX_TOKENS: z.coerce.number().int().min(1).default(16),
+  ANSWER_TOKENS: z.coerce.number().int().min(1).optional(),
+  KV_CACHE_TOKENS: z.coerce.number().int().min(1).default(65536),
+  MAX_MODEL_LEN: z.coerce.number().int().min(1).default(8192),
+  EMBEDDING_DIM: z.coerce.number().int().min(1).max(8192).default(8),
   CONTROL_PLANE_URL: z.string().url().optional(),
   ADMIN_TOKEN: z.string().min(1).optional(),
   INSTANCE_ID: z.string().min(1).optional(),
   ADVERTISE_URL: z.string().url().optional(),
+  SIM_HEARTBEAT: bool(true),
+  REGISTER_RETRY_MAX_S: z.coerce.number().finite().min(0.1).max(3600).default(10),
 });
 
 export type SimConfig = z.infer<typeof schema>;
