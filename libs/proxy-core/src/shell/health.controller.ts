@@ -21,7 +21,7 @@ export class HealthController {
       proxy_id: rt.proxyId,
       store: rt.degraded ? 'unreachable' : 'ok',
       degraded: rt.degraded,
-      ...(rt.degraded ? { store_error: rt.lastStoreError } : {}),
+      ...(rt.degraded ? { store_error: rt.slots.lastStoreError } : {}),
       registry: { instances: rt.registry.size, models: rt.registry.models() },
       inflight_http: rt.exchanges.open,
     };
