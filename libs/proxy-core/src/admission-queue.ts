@@ -1,7 +1,6 @@
-import type { AcquireResult } from '@switchyard/load-store';
+import type { SlotResult, Slots } from './slots';
 
-export type Acquired = Extract<AcquireResult, { kind: 'acquired' }>;
-export type QueueOutcome = Acquired | { kind: 'queue_full' } | { kind: 'queue_timeout' } | { kind: 'gone' } | Exclude<AcquireResult, { kind: 'acquired' | 'all_full' }>;
+export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: 'queue_full' } | { kind: 'queue_timeout' } | { kind: 'gone' };
 
 interface Waiter {
   model: string;
@@ -11,12 +10,8 @@ interface Waiter {
 export interface AdmissionQueueOptions {
   max: number;
   timeoutMs: number;
-  /** One select-and-acquire attempt for a model. */
-  tryAcquire: (model: string) => Promise<AcquireResult>;
-  /** Gives back a slot taken for a waiter that left meanwhile. */
-  giveBack: (acquired: Acquired) => void;
-  /** Live depth per model, published in the lease and /metrics. */
-  depth: Record<string, number>;
+  /** The ledger the queue asks for slots; it signals freed capacity with `kick()`. */
+  slots: Pick<Slots, 'acquire'>;
 }
 
 /**
@@ -31,11 +26,17 @@ export class AdmissionQueue {
   private pumping = false;
   private again = false;
   private poll?: NodeJS.Timeout;
+  private readonly depthByModel: Record<string, number> = {};
 
   constructor(private readonly options: AdmissionQueueOptions) {}
 
   get length(): number {
     return this.size;
+  }
+
+  /** Live depth per model, published in the lease and /metrics. */
+  get depth(): Readonly<Record<string, number>> {
+    return this.depthByModel;
   }
 
   waiting(model: string): boolean {
@@ -63,7 +64,7 @@ export class AdmissionQueue {
       if (list) list.push(waiter);
       else this.queues.set(model, [waiter]);
       this.size += 1;
-      this.options.depth[model] = (this.options.depth[model] ?? 0) + 1;
+      this.depthByModel[model] = (this.depthByModel[model] ?? 0) + 1;
       if (!this.poll) {
         this.poll = setInterval(() => this.kick(), 200);
         this.poll.unref();
@@ -97,9 +98,9 @@ export class AdmissionQueue {
   private async pump(): Promise<void> {
     for (const model of [...this.queues.keys()]) {
       while (this.waiting(model)) {
-        let result: AcquireResult;
+        let result: SlotResult;
         try {
-          result = await this.options.tryAcquire(model);
+          result = await this.options.slots.acquire(model);
         } catch {
           return;
         }
@@ -107,7 +108,7 @@ export class AdmissionQueue {
         const head = this.queues.get(model)?.[0];
         if (!head) {
           // The waiter left while we acquired for it.
-          if (result.kind === 'acquired') this.options.giveBack(result);
+          if (result.kind === 'acquired') result.slot.release();
           break;
         }
         head.settle(result);
@@ -122,9 +123,9 @@ export class AdmissionQueue {
     list.splice(i, 1);
     if (list.length === 0) this.queues.delete(waiter.model);
     this.size -= 1;
-    const d = (this.options.depth[waiter.model] ?? 1) - 1;
-    if (d > 0) this.options.depth[waiter.model] = d;
-    else delete this.options.depth[waiter.model];
+    const d = (this.depthByModel[waiter.model] ?? 1) - 1;
+    if (d > 0) this.depthByModel[waiter.model] = d;
+    else delete this.depthByModel[waiter.model];
     if (this.size === 0 && this.poll) {
       clearInterval(this.poll);
       this.poll = undefined;

@@ -12,6 +12,8 @@ const schema = z.object({
     .refine((v) => parseStrategy(v) !== undefined, { message: `unknown strategy; valid names: ${STRATEGY_NAMES.join(', ')}` })
     .transform((v) => parseStrategy(v) as Strategy),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  // A client that stops sending mid-body would hold the exchange (and block a drain) forever.
+  REQUEST_BODY_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
   UPSTREAM_TIMEOUT_S: z.coerce.number().positive().max(3600).default(600),
   MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   FAILURE_COOLDOWN_S: z.coerce.number().min(0).max(3600).default(5),

@@ -2,11 +2,12 @@ import Redis from 'ioredis';
 import pino, { Logger } from 'pino';
 import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
-import { ExchangeCounter } from './exchange-counter';
-import { LocalCounts } from './local-counts';
+import { AdmissionQueue } from './admission-queue';
+import { Exchanges } from './exchange';
 import type { ProxyConfig } from './proxy-config';
 import { ProxyMetrics } from './proxy-metrics';
 import { RegistryCache } from './registry-cache';
+import { Slots } from './slots';
 
 export interface ProxyRuntimeOptions {
   /** Redis URL to hear the control plane's registry events on; none in single-process mode. */
@@ -15,25 +16,21 @@ export interface ProxyRuntimeOptions {
 }
 
 /**
- * A proxy's state outside the request path: identity, lease, local counts and
- * their reconciliation, the registry snapshot, and whether the store answers.
+ * A proxy's state outside the request path: identity, lease, the registry snapshot,
+ * and the parts it wires together once: the Slots ledger, the admission queue that
+ * asks it, and the open exchanges.
  */
 export class ProxyRuntime {
   readonly proxyId: string;
   readonly registry: RegistryCache;
-  readonly counts = new LocalCounts();
+  readonly slots: Slots;
+  readonly queue: AdmissionQueue;
   readonly metrics: ProxyMetrics;
-  readonly exchanges = new ExchangeCounter();
+  readonly exchanges = new Exchanges();
   draining = false;
-  readonly queued: Record<string, number> = {};
-  degraded = false;
   /** Whether a control plane held its lease at the last renewal (see noteControlPlane). */
   controlPlaneReachable = true;
-  /** Store acquires sent and not yet answered. */
-  pendingAcquires = 0;
-  lastStoreError = '';
   private timers: NodeJS.Timeout[] = [];
-  private capacityListeners: (() => void)[] = [];
   private subscriber?: Redis;
   /** JSON logs; request bodies are never logged. */
   readonly logger: Logger;
@@ -42,15 +39,32 @@ export class ProxyRuntime {
     this.proxyId = makeProxyId(config.PROXY_NAME);
     this.registry = new RegistryCache(store);
     this.logger = options.logger ?? pino({ level: config.LOG_LEVEL, base: { proxy_id: this.proxyId } });
+    this.slots = new Slots({
+      store,
+      registry: this.registry,
+      proxyId: this.proxyId,
+      strategy: config.ROUTING_STRATEGY,
+      cooldownMs: config.FAILURE_COOLDOWN_S * 1000,
+      onStoreError: (err, first) => {
+        this.metrics.storeErrors.inc();
+        if (first) this.logger.warn(`store unreachable (${(err as Error)?.message ?? String(err)}): routing on the local registry snapshot and this proxy's own counts`);
+      },
+    });
+    this.queue = new AdmissionQueue({ max: config.QUEUE_MAX, timeoutMs: config.QUEUE_TIMEOUT_S * 1000, slots: this.slots });
+    this.slots.onCapacity(() => this.queue.kick());
     this.metrics = new ProxyMetrics({
       inflightHttp: () => this.exchanges.open,
-      degraded: () => this.degraded,
+      degraded: () => this.slots.degraded,
       controlPlaneReachable: () => this.controlPlaneReachable,
       draining: () => this.draining,
       registrySize: () => this.registry.size,
-      instanceInflight: () => this.counts.view,
-      queued: () => this.queued,
+      instanceInflight: () => this.slots.view,
+      queued: () => this.queue.depth,
     });
+  }
+
+  get degraded(): boolean {
+    return this.slots.degraded;
   }
 
   async start(): Promise<void> {
@@ -75,7 +89,7 @@ export class ProxyRuntime {
       try {
         return await this.store.ping();
       } catch (err) {
-        if (Date.now() > deadline) return this.storeFailed(err);
+        if (Date.now() > deadline) return this.slots.storeFailed(err);
         await new Promise((r) => setTimeout(r, 50));
       }
     }
@@ -89,56 +103,20 @@ export class ProxyRuntime {
     await this.store.dropLease(this.proxyId).catch(() => undefined);
   }
 
-  /** Called whenever capacity may have freed: a local release, another proxy's release heard over Redis, a registry change. */
-  onCapacity(listener: () => void): void {
-    this.capacityListeners.push(listener);
-  }
-
-  private capacityFreed(): void {
-    for (const l of this.capacityListeners) l();
-  }
-
-  /** Takes note of a slot this proxy now holds on an instance; the returned function gives it back, once. */
-  slot(instanceId: string): () => void {
-    this.counts.inc(instanceId);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.counts.dec(instanceId);
-      // While degraded the store has lost track anyway; reconciliation rewrites this proxy's share when it is back.
-      if (this.degraded) return this.capacityFreed();
-      this.store.release(this.proxyId, instanceId).then(
-        () => this.capacityFreed(),
-        (err) => this.storeFailed(err),
-      );
-    };
-  }
-
   info(): ProxyInfo {
-    return { proxy_id: this.proxyId, inflight_http: this.exchanges.open, queued: { ...this.queued }, draining: this.draining, degraded: this.degraded };
+    return { proxy_id: this.proxyId, inflight_http: this.exchanges.open, queued: { ...this.queue.depth }, draining: this.draining, degraded: this.slots.degraded };
   }
 
-  storeFailed(err: unknown): void {
-    this.metrics.storeErrors.inc();
-    this.lastStoreError = (err as Error)?.message ?? String(err);
-    if (!this.degraded) {
-      this.degraded = true;
-      this.logger.warn(`store unreachable (${this.lastStoreError}): routing on the local registry snapshot and this proxy's own counts`);
-    }
-  }
-
-  /** The lease renewal doubles as the store probe: the first success after a failure reconciles and re-pulls. */
+  /** The one caller of store.renewLease; it doubles as the store probe: the first success after a failure reconciles and re-pulls. */
   async renewLease(): Promise<void> {
     try {
       const { controlPlaneAlive } = await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000);
       this.noteControlPlane(controlPlaneAlive);
     } catch (err) {
-      this.storeFailed(err);
+      this.slots.storeFailed(err);
       return;
     }
-    if (this.degraded) {
-      this.degraded = false;
+    if (this.slots.storeAnswered()) {
       this.logger.info('store reachable again: reconciling this proxy’s counts');
       await this.reconcile();
       await this.pullRegistry();
@@ -156,18 +134,13 @@ export class ProxyRuntime {
     else this.logger.warn('no control plane holds its lease: routing on the last known liveness until one returns');
   }
 
-  /** Rewrites this proxy's shared contribution from its local truth, so a lost release heals. */
-  async reconcile(): Promise<void> {
-    // An acquire still awaiting its answer has already counted in the store but not yet
-    // here; a rewrite sent now would erase it. Wait briefly for a quiet moment, then go anyway.
-    for (let i = 0; i < 25 && this.pendingAcquires > 0; i++) await new Promise((r) => setTimeout(r, 20));
-    if (this.degraded) return;
-    await this.store.reconcile(this.proxyId, this.counts.toRecord()).catch((err) => this.storeFailed(err));
+  reconcile(): Promise<void> {
+    return this.slots.reconcile();
   }
 
   async pullRegistry(): Promise<void> {
-    if (this.degraded) return;
-    await this.registry.pull().catch((err) => this.storeFailed(err));
+    if (this.slots.degraded) return;
+    await this.registry.pull().catch((err) => this.slots.storeFailed(err));
   }
 
   private subscribe(url: string): void {
@@ -177,10 +150,10 @@ export class ProxyRuntime {
     const channels = [REGISTRY_SNAPSHOT_EVENT, ...(this.store.capacityChannel ? [this.store.capacityChannel] : [])];
     sub.on('ready', () => void sub.subscribe(...channels).then(() => this.pullRegistry(), () => undefined));
     sub.on('message', (channel: string, message: string) => {
-      if (channel !== REGISTRY_SNAPSHOT_EVENT) return this.capacityFreed();
+      if (channel !== REGISTRY_SNAPSHOT_EVENT) return this.slots.capacityFreed();
       try {
         const packet = JSON.parse(message) as { data?: RegistrySnapshot };
-        if (packet.data && this.registry.applySnapshot(packet.data)) this.capacityFreed();
+        if (packet.data && this.registry.applySnapshot(packet.data)) this.slots.capacityFreed();
       } catch {
         // A malformed event is dropped; the next pull corrects the snapshot.
       }

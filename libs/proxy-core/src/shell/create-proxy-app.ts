@@ -12,12 +12,9 @@ import { ProxyModule } from './proxy.module';
 
 const SHELL_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/v1/models']);
 
-/** Every response by route, method and status; unknown paths and methods fold into one label each, so clients cannot blow up the series count. */
-function countResponse(runtime: ProxyRuntime, req: http.IncomingMessage, res: http.ServerResponse, path: string): void {
-  const route = FORWARDED_ROUTES.has(path) || SHELL_ROUTES.has(path) ? path : 'unmatched';
-  const method = req.method === 'GET' || req.method === 'POST' ? req.method : 'other';
-  res.once('close', () => runtime.metrics.requests.inc({ route, method, status: res.statusCode }));
-}
+/** Unknown paths and methods fold into one label each, so clients cannot blow up the series count. */
+const routeLabel = (path: string) => (FORWARDED_ROUTES.has(path) || SHELL_ROUTES.has(path) ? path : 'unmatched');
+const methodLabel = (method: string | undefined) => (method === 'GET' || method === 'POST' ? method : 'other');
 
 export interface ProxyApp {
   readonly runtime: ProxyRuntime;
@@ -47,19 +44,23 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
   let server: http.Server | undefined;
   const serverFactory = (fastifyHandler: http.RequestListener) =>
     (server = http.createServer((req, res) => {
-      runtime.exchanges.track(res);
       const url = req.url ?? '/';
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
-      countResponse(runtime, req, res, path);
+      const forwarded = req.method === 'POST' && FORWARDED_ROUTES.has(path);
+      // Every response by route, method and status (499: the client left first); an access log line for forwarded ones.
+      const exchange = runtime.exchanges.begin(req, res, (ex) => {
+        runtime.metrics.requests.inc({ route: routeLabel(path), method: methodLabel(req.method), status: ex.status });
+        if (forwarded) forwarder.log(ex, path);
+      });
       if (refusing) {
         // Past the settle window: kept-alive connections get a clear answer and are closed.
         res.shouldKeepAlive = false;
         return sendError(res, 503, errorBody('the proxy is draining; retry on another', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
       }
-      if (req.method === 'POST' && FORWARDED_ROUTES.has(path)) {
+      if (forwarded) {
         // A bug on one request must never take the process and every open stream with it.
-        return void forwarder.handle(req, res, path).catch((err: Error) => {
+        return void forwarder.handle(exchange, path).catch((err: Error) => {
           runtime.logger.error({ err, route: path }, 'request handler failed');
           if (!res.headersSent) sendError(res, 500, errorBody('internal error', 'server_error', null));
           else res.destroy();

@@ -21,7 +21,7 @@ export class HealthController {
       proxy_id: rt.proxyId,
       store: rt.degraded ? 'unreachable' : 'ok',
       degraded: rt.degraded,
-      ...(rt.degraded ? { store_error: rt.lastStoreError } : {}),
+      ...(rt.degraded ? { store_error: rt.slots.lastStoreError } : {}),
       // Not a reason to stop taking traffic: the control plane is not in the request path.
       control_plane: rt.controlPlaneReachable ? 'ok' : 'unreachable',
       registry: { instances: rt.registry.size, models: rt.registry.models() },

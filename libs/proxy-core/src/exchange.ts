@@ -1,0 +1,137 @@
+import type http from 'node:http';
+import type { Socket } from 'node:net';
+
+/** A request's claim on one instance: taken from the Slots ledger, given back by `release()`, which is idempotent. */
+export interface Slot {
+  readonly instanceId: string;
+  readonly url: string;
+  release(): void;
+}
+
+/** nginx's "client closed request": the client left before the response ended. */
+export const CLIENT_GONE = 499;
+
+/**
+ * One HTTP exchange, from the request's arrival until its response has ended or its
+ * client has left, whichever comes first. Its single end handler aborts the upstream
+ * call first (if the response did not finish), then releases the slot it holds, then
+ * hands over to `onEnd` (metrics, access log): so "exactly once" and "abort before
+ * release" hold by construction, on every path.
+ */
+export class Exchange {
+  readonly startedAt = performance.now();
+  model: string | null = null;
+  instanceId: string | null = null;
+  private done = false;
+  private slot?: Slot;
+  private controller?: AbortController;
+
+  constructor(
+    readonly req: http.IncomingMessage,
+    readonly res: http.ServerResponse,
+    private readonly onEnd: (exchange: Exchange) => void,
+  ) {}
+
+  get ended(): boolean {
+    return this.done;
+  }
+
+  /** The response reached its end (as far as node can tell: handed to the socket). */
+  get complete(): boolean {
+    return this.res.writableFinished;
+  }
+
+  /** The status as logged and counted: the response's own, or 499 when the client left first. */
+  get status(): number {
+    return this.complete ? this.res.statusCode : CLIENT_GONE;
+  }
+
+  /** Aborts with the exchange; made only for exchanges that call upstream. */
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  /**
+   * Resolves true once this response may be written: at once, or for a pipelined
+   * request when the responses before it on the connection are done (node queues it
+   * without a socket until then); false if the exchange ended first. A pipelined
+   * request takes no slot while it could not send a byte.
+   */
+  turn(): Promise<boolean> | boolean {
+    if (this.done) return false;
+    if (this.res.socket) return true;
+    return new Promise((resolve) => {
+      this.res.once('socket', () => resolve(!this.done));
+      this.signal.addEventListener('abort', () => resolve(false), { once: true });
+    });
+  }
+
+  /** Takes a slot for this exchange; if the exchange has already ended, the slot goes back at once. */
+  hold(slot: Slot): void {
+    this.slot = slot;
+    this.instanceId = slot.instanceId;
+    if (this.done) this.releaseSlot();
+  }
+
+  /** Gives the slot back early: the instance is done (body end, failed attempt) before the client is. */
+  releaseSlot(): void {
+    const slot = this.slot;
+    this.slot = undefined;
+    slot?.release();
+  }
+
+  /** Ends the upstream call (drain timeout); the exchange itself ends when its response does. */
+  abortUpstream(reason: Error): void {
+    this.controller?.abort(reason);
+  }
+
+  /** The one end handler: abort upstream, release the slot, then metrics and log. Idempotent. */
+  end(): void {
+    if (this.done) return;
+    this.done = true;
+    if (!this.complete) this.controller?.abort(new Error('the client left'));
+    this.releaseSlot();
+    this.onEnd(this);
+  }
+}
+
+const OPEN = Symbol('open exchanges');
+type TrackedSocket = Socket & { [OPEN]?: Set<Exchange> };
+
+/**
+ * Every open HTTP exchange, on every route, taken at the server's edge before any handler.
+ * An exchange ends on its response's 'close' or its socket's, whichever is first: a
+ * pipelined response still queued behind another never gets a 'close' of its own.
+ * Drain waits on `open`.
+ */
+export class Exchanges {
+  private count = 0;
+  readonly all = new Set<Exchange>();
+
+  get open(): number {
+    return this.count;
+  }
+
+  begin(req: http.IncomingMessage, res: http.ServerResponse, onEnd: (exchange: Exchange) => void): Exchange {
+    const socket = req.socket as TrackedSocket;
+    let onSocket = socket[OPEN];
+    if (!onSocket) {
+      // One listener per connection, not per request: a pipelined burst would pile them up.
+      const set = (onSocket = socket[OPEN] = new Set());
+      socket.once('close', () => {
+        for (const ex of set) ex.end();
+      });
+    }
+    const exchange = new Exchange(req, res, (ex) => {
+      this.count -= 1;
+      this.all.delete(ex);
+      onSocket.delete(ex);
+      onEnd(ex);
+    });
+    this.count += 1;
+    this.all.add(exchange);
+    onSocket.add(exchange);
+    res.once('close', () => exchange.end());
+    return exchange;
+  }
+}

@@ -1,0 +1,165 @@
+import type { AcquireResult, LoadStore } from '@switchyard/load-store';
+import { pick, Strategy } from '@switchyard/routing';
+import type { Slot } from './exchange';
+import type { RegistryCache } from './registry-cache';
+
+export type Refusal = Exclude<AcquireResult, { kind: 'acquired' }>;
+export type SlotResult = { kind: 'acquired'; slot: Slot } | Refusal;
+
+export interface SlotsOptions {
+  store: LoadStore;
+  registry: RegistryCache;
+  proxyId: string;
+  strategy: Strategy;
+  /** How long an instance that could not be reached is avoided; 0 disables. */
+  cooldownMs: number;
+  /** A store call failed; `first` when it starts an outage (the ledger is now degraded). */
+  onStoreError?: (err: unknown, first: boolean) => void;
+  now?: () => number;
+  random?: () => number;
+}
+
+const NO_EXCLUDE: readonly string[] = [];
+
+/**
+ * The one home of this proxy's claims on instances (invariants 1, 4, 5, 7): local counts
+ * per instance, the store's atomic select-and-acquire, the pending-acquire guard that
+ * keeps a reconcile from erasing a slot the store has counted but this proxy has not yet
+ * heard of, the local pick while the store is unreachable, cool-downs, reconcile, and
+ * the capacity-freed signal. Framework-free; clock and randomness injectable.
+ */
+export class Slots {
+  private readonly counts = new Map<string, number>();
+  private readonly cooling = new Map<string, number>();
+  private readonly listeners: (() => void)[] = [];
+  /** Store acquires sent and not yet answered. */
+  private pending = 0;
+  private ticket = 0;
+  private isDegraded = false;
+  lastStoreError = '';
+  private readonly now: () => number;
+  private readonly random: () => number;
+
+  constructor(private readonly options: SlotsOptions) {
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** True while the store is unreachable: picks are local, over this proxy's own counts. */
+  get degraded(): boolean {
+    return this.isDegraded;
+  }
+
+  get view(): ReadonlyMap<string, number> {
+    return this.counts;
+  }
+
+  get total(): number {
+    let sum = 0;
+    for (const n of this.counts.values()) sum += n;
+    return sum;
+  }
+
+  /** Selects and takes a slot for the model, avoiding `tried` and (while anything else is left) instances cooling down. */
+  async acquire(model: string, tried: readonly string[] = NO_EXCLUDE): Promise<SlotResult> {
+    const exclude = this.excluded(tried);
+    let result = await this.select(model, exclude);
+    // Cooling down is a preference, not a wall: with nothing else left, try them again.
+    if (result.kind !== 'acquired' && result.kind !== 'unknown_model' && exclude.length > tried.length) result = await this.select(model, tried);
+    return result;
+  }
+
+  /** Capacity may have freed (a release here or elsewhere, a registry change). */
+  onCapacity(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  capacityFreed(): void {
+    for (const l of this.listeners) l();
+  }
+
+  /** An instance could not be reached: avoid it for a while. */
+  coolDown(instanceId: string): void {
+    if (this.options.cooldownMs > 0) this.cooling.set(instanceId, this.now() + this.options.cooldownMs);
+  }
+
+  storeFailed(err: unknown): void {
+    this.lastStoreError = (err as Error)?.message ?? String(err);
+    const first = !this.isDegraded;
+    this.isDegraded = true;
+    this.options.onStoreError?.(err, first);
+  }
+
+  /** The store answered (lease renewal, the store probe); true when that ends an outage, and the caller should reconcile. */
+  storeAnswered(): boolean {
+    if (!this.isDegraded) return false;
+    this.isDegraded = false;
+    return true;
+  }
+
+  /** Rewrites this proxy's shared contribution from its local counts, so a lost release heals. */
+  async reconcile(): Promise<void> {
+    // An acquire still awaiting its answer has counted in the store but not yet here; a
+    // rewrite sent now would erase it. Wait briefly for a quiet moment, then go anyway.
+    for (let i = 0; i < 25 && this.pending > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    if (this.isDegraded) return;
+    await this.options.store.reconcile(this.options.proxyId, Object.fromEntries(this.counts)).catch((err) => this.storeFailed(err));
+  }
+
+  private async select(model: string, exclude: readonly string[]): Promise<SlotResult> {
+    if (!this.isDegraded) {
+      this.pending += 1;
+      let answer: AcquireResult | undefined;
+      try {
+        answer = await this.options.store.acquire({ proxyId: this.options.proxyId, model, strategy: this.options.strategy, exclude });
+      } catch (err) {
+        this.storeFailed(err);
+      }
+      try {
+        // Counted here in the same tick the answer arrived, before the guard drops.
+        if (answer) return answer.kind === 'acquired' ? this.take(answer.instance_id, answer.url) : answer;
+      } finally {
+        this.pending -= 1;
+      }
+    }
+    return this.localSelect(model, exclude);
+  }
+
+  private localSelect(model: string, exclude: readonly string[]): SlotResult {
+    const { registry, strategy } = this.options;
+    if (!registry.hasModel(model)) return { kind: 'unknown_model' };
+    const outcome = pick(strategy, registry.candidates(model, this.counts, exclude), { ticket: this.ticket++, rand1: this.random(), rand2: this.random() });
+    if (outcome.kind !== 'picked') return outcome;
+    return this.take(outcome.instance_id, registry.get(outcome.instance_id)?.url ?? '');
+  }
+
+  private take(instanceId: string, url: string): SlotResult {
+    this.counts.set(instanceId, (this.counts.get(instanceId) ?? 0) + 1);
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      const n = (this.counts.get(instanceId) ?? 0) - 1;
+      if (n > 0) this.counts.set(instanceId, n);
+      else this.counts.delete(instanceId);
+      // While degraded the store has lost track anyway; the reconcile after the outage rewrites this proxy's share.
+      if (this.isDegraded) return this.capacityFreed();
+      this.options.store.release(this.options.proxyId, instanceId).then(
+        () => this.capacityFreed(),
+        (err) => this.storeFailed(err),
+      );
+    };
+    return { kind: 'acquired', slot: { instanceId, url, release } };
+  }
+
+  private excluded(tried: readonly string[]): readonly string[] {
+    if (this.cooling.size === 0) return tried;
+    const now = this.now();
+    const out = tried.slice();
+    for (const [id, until] of this.cooling) {
+      if (until <= now) this.cooling.delete(id);
+      else if (!out.includes(id)) out.push(id);
+    }
+    return out;
+  }
+}
