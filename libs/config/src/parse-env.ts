@@ -1,8 +1,12 @@
 import type { ZodType, ZodTypeDef } from 'zod';
 
-/** Parses an app's environment once at start; a bad value throws a message naming the variable. */
+/**
+ * Parses an app's environment once at start; a bad value throws a message naming the variable.
+ * An empty variable means unset (compose and Kubernetes pass `VAR=""` for "not given").
+ */
 export function parseEnv<T>(schema: ZodType<T, ZodTypeDef, unknown>, env: NodeJS.ProcessEnv): T {
-  const r = schema.safeParse(env);
+  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''));
+  const r = schema.safeParse(given);
   if (!r.success) {
     const issue = r.error.issues[0];
     throw new Error(`invalid configuration: ${issue.path.join('.')}: ${issue.message}`);
