@@ -24,6 +24,7 @@ module.exports = [
             { sourceTag: 'scope:sim', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:config'] },
             { sourceTag: 'scope:nest-common', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:cli-core', onlyDependOnLibsWithTags: ['scope:contracts'] },
+            { sourceTag: 'scope:entry-point', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store', 'scope:config', 'scope:nest-common', 'scope:testing'] },
           ],
         },
