@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { packageVersion, parseServerArgs, renderHelp, ServerHelp } from './server-args';
 
 const help: ServerHelp = {
@@ -38,5 +40,6 @@ describe('renderHelp', () => {
 });
 
 it('packageVersion reads the repository package.json', () => {
-  expect(packageVersion()).toBe(require('../../../package.json').version);
+  const pkg = JSON.parse(readFileSync(path.resolve(__dirname, '../../../package.json'), 'utf8')) as { version: string };
+  expect(packageVersion()).toBe(pkg.version);
 });

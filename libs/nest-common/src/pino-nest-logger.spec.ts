@@ -22,13 +22,16 @@ describe('PinoNestLogger', () => {
     Logger.overrideLogger(new PinoNestLogger(logger));
     new Logger('security').warn('ADMIN_TOKEN is not set');
     new Logger('boot').log('listening');
-    Logger.overrideLogger(['error']);
-    new Logger('boot').debug('still written: pino decides the level');
+    new Logger('boot').debug('details');
+    Logger.overrideLogger(['warn', 'error']);
+    new Logger('boot').log('left out: Nest was told warn and error only');
+    new Logger('boot').warn('kept');
     const parsed = lines.map((l) => JSON.parse(l));
     expect(parsed.map((p) => [p.level, p.context, p.msg])).toEqual([
       [40, 'security', 'ADMIN_TOKEN is not set'],
       [30, 'boot', 'listening'],
-      [20, 'boot', 'still written: pino decides the level'],
+      [20, 'boot', 'details'],
+      [40, 'boot', 'kept'],
     ]);
   });
 
