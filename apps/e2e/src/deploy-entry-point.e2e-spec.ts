@@ -38,9 +38,9 @@ describe('the image entry point (ENTRYPOINT + command, node dist/…)', () => {
   });
 
   it.each([
-    ['proxy', '## Configuration (proxy)'],
-    ['control-plane', '## Configuration (control plane)'],
-    ['sim-instance', '## Configuration (sim instance)'],
+    ['proxy', '### Proxy'],
+    ['control-plane', '### Control plane'],
+    ['sim-instance', '### Sim instance'],
   ])('%s --help lists exactly the variables of its README table and exits 0', (server, heading) => {
     expect(helpVariables(server).sort()).toEqual(readmeVariables(heading).sort());
   });

@@ -18,8 +18,8 @@ export function imageEntryPoint(): { argv: string[]; env: Record<string, string>
   const env: Record<string, string> = {};
   for (const m of lastStage.matchAll(/^ENV (.+)$/gm)) {
     for (const pair of m[1].trim().split(/\s+/)) {
-      const [k, v] = pair.split('=');
-      env[k] = v;
+      const eq = pair.indexOf('=');
+      env[pair.slice(0, eq)] = pair.slice(eq + 1);
     }
   }
   const workdir = /^WORKDIR (\S+)$/m.exec(lastStage)?.[1] ?? '/';
