@@ -6,7 +6,6 @@ import { helpVariables, ROOT } from './image';
 
 jest.setTimeout(60_000);
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- manifests are checked field by field below, after the schema validation */
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> }; spec: any };
 
 const DIR = path.join(ROOT, 'deploy/k8s');
