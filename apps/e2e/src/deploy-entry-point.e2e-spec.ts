@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { freePort, RedisServer, waitFor } from '@switchyard/testing';
@@ -35,6 +36,37 @@ describe('the image entry point (ENTRYPOINT + command, node dist/…)', () => {
     expect(argv[0]).toBe('node');
     expect(argv.join(' ')).not.toMatch(/npm|swc-node|\.ts\b/);
     expect(env.NODE_ENV).toBe('production');
+  });
+
+  it('runs from what the runtime stage holds: production dependencies, dist/, the entry point; as node, not root', () => {
+    const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+    const stages = dockerfile.split(/^FROM /m).slice(1);
+    const runtime = stages[stages.length - 1];
+    const deps = stages.find((s) => /^COPY package\.json package-lock\.json/m.test(s) && /npm ci --omit=dev/.test(s));
+    expect(deps).toBeDefined();
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).not.toMatch(/^RUN npm|^COPY (apps|libs|tools|docs)\b|^COPY \. /m);
+    // Every file the entry point and the health check name is copied in.
+    const copied = [...runtime.matchAll(/^COPY (?:--\S+ )*\S+ (\S+)$/gm)].map((m) => m[1].replace(/^\.\/?$/, 'package.json'));
+    const { argv } = imageEntryPoint();
+    const health = /^HEALTHCHECK .*CMD (\[.*\])$/m.exec(runtime);
+    expect(health).not.toBeNull();
+    for (const file of [argv[1], (JSON.parse(health![1]) as string[])[1]]) {
+      expect([file, copied.some((c) => file === c || file.startsWith(`${c}/`))]).toEqual([file, true]);
+    }
+    expect(copied).toEqual(expect.arrayContaining(['node_modules', 'dist', 'package.json']));
+    // Every package dist/ requires is a production dependency (npm ci --omit=dev installs only those).
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+    const required = new Set(
+      walk(path.join(ROOT, 'dist'))
+        .filter((f) => f.endsWith('.js'))
+        .flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/require\("([^".][^"]*)"\)/g)].map((m) => m[1]))
+        .map((spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]))
+        .filter((name) => !name.startsWith('node:') && !builtinModules.includes(name)),
+    );
+    expect([...required].filter((name) => !(name in pkg.dependencies))).toEqual([]);
+    expect(required.size).toBeGreaterThan(5);
   });
 
   it.each([
