@@ -25,6 +25,7 @@ module.exports = [
             { sourceTag: 'scope:engines', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:nest-common', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:cli-core', onlyDependOnLibsWithTags: ['scope:contracts'] },
+            { sourceTag: 'scope:entry-point', onlyDependOnLibsWithTags: [] },
             { sourceTag: 'scope:proxy-core', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:load-store', 'scope:config', 'scope:nest-common', 'scope:testing'] },
           ],
         },

@@ -61,10 +61,13 @@ function pinoHttpOptions(config: ControlPlaneConfig) {
     level: config.LOG_LEVEL,
     base: { app: 'control-plane' },
     redact: ['req.headers.authorization'],
+    // Probes stay at debug whatever they answer: a failing readiness probe every few seconds is not an
+    // error line each time (the health controller logs the change of state once).
     customLogLevel: (req: { url?: string }, res: { statusCode: number }, err?: Error) => {
+      if (routine.test((req.url ?? '').split('?')[0])) return 'debug' as const;
       if (err || res.statusCode >= 500) return 'error' as const;
       if (res.statusCode >= 400) return 'warn' as const;
-      return routine.test((req.url ?? '').split('?')[0]) ? ('debug' as const) : ('info' as const);
+      return 'info' as const;
     },
     serializers: {
       req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),

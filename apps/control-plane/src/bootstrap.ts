@@ -19,6 +19,5 @@ export async function createControlPlane(config: ControlPlaneConfig, store: Load
   if (!config.ADMIN_TOKEN) {
     new Logger('security').warn('ADMIN_TOKEN is not set: the admin API is open to anyone who can reach this port');
   }
-  app.enableShutdownHooks();
   return app;
 }

@@ -1,18 +1,39 @@
-import { configFilePath, configOrExit, declaredInstances, readConfigFile } from '@switchyard/config';
+import { Logger } from '@nestjs/common';
+import pino from 'pino';
+import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
+import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { RedisLoadStore } from '@switchyard/load-store';
+import { PinoNestLogger } from '@switchyard/nest-common';
 import { createControlPlane } from './bootstrap';
 import { loadControlPlaneConfig } from './config';
+import { controlPlaneHelp } from './help';
 
 async function main() {
+  const args = serverArgsOrExit(process.argv.slice(2), controlPlaneHelp);
+  // The one place the control plane's configuration is read: the environment over the config file.
   const { config, declared } = configOrExit(() => {
-    const path = configFilePath();
-    const file = path ? readConfigFile(path) : undefined;
+    const file = configFileFrom(args.config);
     return { config: loadControlPlaneConfig(process.env, file), declared: declaredInstances(process.env, file) };
   });
+
+  // JSON from the first line: Nest's bootstrap messages go through pino too.
+  Logger.overrideLogger(new PinoNestLogger(pino({ level: config.LOG_LEVEL, base: { app: 'control-plane' } })));
   const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 2000, connectionName: 'switchyard-control-plane' });
   const app = await createControlPlane(config, store, true, declared);
   await app.listen(config.PORT, config.HOST);
-  console.log(`control plane listening on http://${config.HOST}:${config.PORT}`);
+  const log = new Logger('control-plane');
+  log.log(`control plane listening on http://${config.HOST}:${config.PORT}`);
+  onStopSignals({
+    stop: async (signal) => {
+      log.log(`${signal}: closing`);
+      await app.close();
+      await store.close();
+    },
+    onError: (err) => log.error(err),
+  });
 }
 
-void main();
+main().catch((err: unknown) => {
+  pino({ base: { app: 'control-plane' } }).fatal({ err }, 'start failed');
+  process.exit(1);
+});

@@ -1,10 +1,14 @@
-import { configFilePath, configOrExit, declaredInstances, readConfigFile } from '@switchyard/config';
 import { Logger } from '@nestjs/common';
+import pino from 'pino';
+import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
 import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
 import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
+import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
+import { PinoNestLogger } from '@switchyard/nest-common';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
 import { createControlPlane } from './bootstrap';
 import { loadControlPlaneConfig } from './config';
+import { singleProcessHelp } from './help';
 
 /**
  * `npm start`: control plane and proxy in one process, on the memory store unless
@@ -12,19 +16,19 @@ import { loadControlPlaneConfig } from './config';
  * request gets an answer.
  */
 async function main() {
-  const log = new Logger('switchyard');
-  const redisUrl = process.env.REDIS_URL || undefined;
-  const env = { ...process.env, REDIS_URL: redisUrl };
-  const path = configOrExit(() => configFilePath());
-  const file = path ? configOrExit(() => readConfigFile(path)) : undefined;
-  const cpConfig = configOrExit(() => loadControlPlaneConfig({ ...env, PORT: process.env.CONTROL_PLANE_PORT ?? '8081' }, file));
+  const args = serverArgsOrExit(process.argv.slice(2), singleProcessHelp);
+  // The one place this process's configuration is read: the environment over the config file.
+  const env = process.env;
+  const redisUrl = env.REDIS_URL || undefined;
+  const file = configOrExit(() => configFileFrom(args.config));
+  const cpPort = configOrExit(() => portVariable(env, 'CONTROL_PLANE_PORT', 8081));
+  const simBasePort = configOrExit(() => portVariable(env, 'SIM_BASE_PORT', 9001, 65534));
+  const cpConfig = configOrExit(() => loadControlPlaneConfig({ ...env, PORT: String(cpPort) }, file));
   const proxyConfig = configOrExit(() => loadProxyConfig(env, file));
   const declared = configOrExit(() => declaredInstances(env, file));
-  const simBasePort = configOrExit(() => {
-    const port = Number(process.env.SIM_BASE_PORT ?? 9001);
-    if (!Number.isInteger(port) || port < 1 || port > 65534) throw new Error('invalid configuration: SIM_BASE_PORT: must be a port number');
-    return port;
-  });
+
+  Logger.overrideLogger(new PinoNestLogger(pino({ level: cpConfig.LOG_LEVEL, base: { app: 'switchyard' } })));
+  const log = new Logger('switchyard');
   const store: LoadStore = redisUrl
     ? new RedisLoadStore({ url: cpConfig.REDIS_URL, connectionName: 'switchyard-single' })
     : new MemoryLoadStore();
@@ -44,7 +48,7 @@ async function main() {
       const simConfig = loadSimConfig({ PORT: String(port), INSTANCE_ID: `sim-${i + 1}`, CONTROL_PLANE_URL: cpUrl, ADMIN_TOKEN: cpConfig.ADMIN_TOKEN });
       const sim = new SimServer(simConfig);
       await sim.listen(port, '127.0.0.1');
-      const agent = new RegistrationAgent(simConfig, sim, `http://127.0.0.1:${port}`);
+      const agent = new RegistrationAgent(simConfig, sim, `http://127.0.0.1:${port}`, (line) => log.log(line));
       await agent.start();
       sims.push(sim);
       agents.push(agent);
@@ -56,16 +60,28 @@ async function main() {
   await proxy.listen(proxyConfig.PORT, proxyConfig.HOST);
   log.log(`gateway ready: proxy http://${proxyConfig.HOST}:${proxyConfig.PORT}/v1, control plane ${cpUrl}`);
 
-  const stop = async () => {
-    await proxy.close();
-    agents.forEach((a) => a.stop());
-    await Promise.all(sims.map((s) => s.close()));
-    await cp.close();
-    await store.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
+  onStopSignals({
+    stop: async () => {
+      await proxy.close();
+      agents.forEach((a) => a.stop());
+      await Promise.all(sims.map((s) => s.close()));
+      await cp.close();
+      await store.close();
+    },
+    onError: (err) => log.error(err),
+  });
 }
 
-void main();
+/** A port from the environment; a bad one stops the process naming its own variable, not the PORT it is passed on as. */
+function portVariable(env: NodeJS.ProcessEnv, name: string, fallback: number, max = 65535): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > max) throw new Error(`invalid configuration: ${name}: must be a port number (1-${max}), got ${JSON.stringify(raw)}`);
+  return port;
+}
+
+main().catch((err: unknown) => {
+  pino({ base: { app: 'switchyard' } }).fatal({ err }, 'start failed');
+  process.exit(1);
+});

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { configFilePath, declaredInstances, parseSettings, readConfigFile } from './config-file';
+import { configFileFrom, declaredInstances, parseSettings, readConfigFile } from './config-file';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'sy-config-'));
 const file = (text: string) => {
@@ -26,7 +26,12 @@ describe('config file', () => {
     expect(parseSettings(schema, { PORT: '7000' }, cfg, ['control_plane'])).toEqual({ PORT: 7000, PROBE_INTERVAL_S: 0.5 });
   });
 
-  it('treats an empty variable as unset', () => {
+  it('applies defaults, and names the variable that is wrong', () => {
+    expect(parseSettings(schema, {})).toEqual({ PORT: 8081, PROBE_INTERVAL_S: 5 });
+    expect(() => parseSettings(schema, { PORT: 'x' })).toThrow(/^invalid configuration: PORT: /);
+  });
+
+  it('treats an empty variable as unset (compose and Kubernetes pass VAR="" for not given)', () => {
     expect(parseSettings(schema, { ADMIN_TOKEN: '', PORT: '' }, undefined)).toEqual({ PORT: 8081, PROBE_INTERVAL_S: 5 });
   });
 
@@ -67,11 +72,11 @@ describe('config file', () => {
     expect(() => declaredInstances({ INSTANCES: 'http://ok:1,not a url' })).toThrow(/^invalid configuration: INSTANCES: not a url: /);
   });
 
-  it('takes the path from --config before SWITCHYARD_CONFIG', () => {
-    expect(configFilePath(['--config', 'a.yaml'], { SWITCHYARD_CONFIG: 'b.yaml' })).toBe('a.yaml');
-    expect(configFilePath(['--config=c.yaml'], {})).toBe('c.yaml');
-    expect(configFilePath([], { SWITCHYARD_CONFIG: 'b.yaml' })).toBe('b.yaml');
-    expect(configFilePath([], { SWITCHYARD_CONFIG: '' })).toBeUndefined();
-    expect(() => configFilePath(['--config'], {})).toThrow(/--config: needs a file path/);
+  it('reads the file given on the command line before SWITCHYARD_CONFIG, and none when neither names one', () => {
+    const given = file('proxy:\n  port: 1234\n');
+    expect(configFileFrom(given, { SWITCHYARD_CONFIG: path.join(dir, 'other.yaml') })?.path).toBe(given);
+    expect(configFileFrom(undefined, { SWITCHYARD_CONFIG: given })?.path).toBe(given);
+    expect(configFileFrom(undefined, { SWITCHYARD_CONFIG: '' })).toBeUndefined();
+    expect(() => configFileFrom(undefined, { SWITCHYARD_CONFIG: path.join(dir, 'nope.yaml') })).toThrow(/nope\.yaml: cannot read \(ENOENT\)/);
   });
 });

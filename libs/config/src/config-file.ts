@@ -32,17 +32,13 @@ export interface ConfigFile {
   instances: DeclaredInstance[];
 }
 
-/** `--config path` (or `--config=path`) wins over SWITCHYARD_CONFIG; undefined when neither is given. */
-export function configFilePath(argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): string | undefined {
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--config') {
-      const next = argv[i + 1];
-      if (!next || next.startsWith('--')) throw new Error('invalid configuration: --config: needs a file path');
-      return next;
-    }
-    if (argv[i].startsWith('--config=')) return argv[i].slice('--config='.length);
-  }
-  return env.SWITCHYARD_CONFIG || undefined;
+/**
+ * The config file a server was given: `--config FILE` (the path passed in) wins over
+ * SWITCHYARD_CONFIG; undefined when neither names one. Read and checked once, at start.
+ */
+export function configFileFrom(argPath: string | undefined, env: NodeJS.ProcessEnv = process.env): ConfigFile | undefined {
+  const file = argPath || env.SWITCHYARD_CONFIG || undefined;
+  return file ? readConfigFile(file) : undefined;
 }
 
 /** Reads and checks a config file's shape: YAML errors, unknown sections and non-scalar settings stop here, naming file and line. */

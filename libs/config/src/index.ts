@@ -1,2 +1,2 @@
-export * from './parse-env';
+export * from './config-or-exit';
 export * from './config-file';

@@ -1,1 +1,2 @@
 export * from './openai-error.filter';
+export * from './pino-nest-logger';

@@ -1,4 +1,4 @@
-import { parseEnv } from '@switchyard/config';
+import { ConfigFile, parseSettings } from '@switchyard/config';
 import { z } from 'zod';
 
 const num = (d: number, min = 0) => z.coerce.number().finite().min(min).default(d);
@@ -32,6 +32,7 @@ const schema = z.object({
 
 export type SimConfig = z.infer<typeof schema>;
 
-export function loadSimConfig(env: NodeJS.ProcessEnv = process.env): SimConfig {
-  return parseEnv(schema, env);
+/** The environment over the config file's `sim` section. */
+export function loadSimConfig(env: NodeJS.ProcessEnv = process.env, file?: ConfigFile): SimConfig {
+  return parseSettings(schema, env, file, ['sim']);
 }

@@ -1,4 +1,4 @@
-import { HttpException } from '@nestjs/common';
+import { HttpException, Logger } from '@nestjs/common';
 import { MemoryLoadStore } from '@switchyard/load-store';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { HealthController } from './health.controller';
@@ -31,5 +31,19 @@ describe('HealthController readyz', () => {
     });
     store.down = false;
     expect(await health.readyz()).toEqual({ status: 'ready', store: 'ok' });
+  });
+
+  it('logs a change of readiness once, not every failing probe', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
+    store.down = true;
+    for (let i = 0; i < 3; i++) await health.readyz().catch(() => undefined);
+    store.down = false;
+    await health.readyz();
+    await health.readyz();
+    expect(warn.mock.calls).toEqual([['store unreachable: not ready (connect ECONNREFUSED)']]);
+    expect(log.mock.calls).toEqual([['store reachable again: ready']]);
+    warn.mockRestore();
+    log.mockRestore();
   });
 });

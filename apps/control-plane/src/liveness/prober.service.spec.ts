@@ -111,7 +111,7 @@ describe('ProberService', () => {
     for (const [route, error] of [
       [{ status: 200, body: '<html>oops</html>' }, /GET \/metrics: /],
       [{ status: 500, body: '' }, /GET \/metrics: status 500/],
-      [{ status: 200, body: 'x'.repeat(5 * 1024 * 1024) }, /GET \/metrics: answer larger than 4194304 bytes/],
+      [{ status: 200, body: 'x'.repeat(5 * 1024 * 1024) }, /GET \/metrics: answer larger than 2097152 bytes/],
       [{ status: 200, body: 'vllm:num_requests_waiting{model_name="m"} NaN\n' }, null],
     ] as const) {
       up.routes['/metrics'] = route;

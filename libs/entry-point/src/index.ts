@@ -1,0 +1,2 @@
+export * from './server-args';
+export * from './stop-signals';
