@@ -12,12 +12,8 @@ const variables = [
   { name: 'PROBE_TIMEOUT_S', meaning: 'a probe or /metrics read that has not answered by then has failed' },
   { name: 'KV_CACHE_GUARD', meaning: 'an engine whose KV cache is at least this full (0..1) is chosen only when every candidate is; 1 turns it off' },
   { name: 'LOG_LEVEL', meaning: 'fatal, error, warn, info, debug, trace or silent (JSON logs)' },
-];
-
-/** Read by the server but not part of the settings schema, so listed apart. */
-const notes = [
-  'INSTANCES=url,url registers those instances at start (models read from their /v1/models) and probes them;',
-  "the config file's `instances:` list does the same with ids, weights and max_inflight.",
+  { name: 'INSTANCES', meaning: "url,url: instances registered at start (models from their /v1/models) and probed; also the config file's instances: list" },
+  { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
 ];
 
 export const controlPlaneHelp = (): ServerHelp => ({
@@ -25,7 +21,6 @@ export const controlPlaneHelp = (): ServerHelp => ({
   summary: 'switchyard control plane: the instance registry and admin API, liveness, lease reaper, debug view, dashboard',
   defaults: loadControlPlaneConfig({}),
   variables,
-  notes,
 });
 
 /** `npm start`: the control plane, a proxy and two sims in one process. */

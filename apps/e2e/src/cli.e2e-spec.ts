@@ -242,7 +242,7 @@ describe('switchyard watch in a terminal', () => {
       await eventually('both instances on screen', () => /^a\s+m-a\s+yes/m.test(screen()) && /^hp_127\.0\.0\.1:9202\s+m-b,m-shared\s+yes/m.test(screen()));
       expect(screen()).not.toMatch(/^new\s/m);
 
-      expect((await cli(['register', 'http://127.0.0.1:9205', '-m', 'm-new', '--id', 'new'])).code).toBe(0);
+      expect((await cli(['register', 'http://127.0.0.1:9205', '-m', 'm-new', '--id', 'new', '--no-probe'])).code).toBe(0);
       await eventually('the new instance on screen', () => /^new\s+m-new\s+yes\s+0\s+-\s+-/m.test(screen()));
       // Redrawn in place: one frame on screen, not frames appended below each other.
       const frame = screen();

@@ -93,7 +93,7 @@ describe('debug view, status and metrics of the control plane process', () => {
 
     const view = await loads();
     expect(view.null_semantics).toBe('0 means measured zero; null means unknown');
-    expect(view.metric_source).toEqual({ inflight: 'proxy_lifecycle_counter', qps_1m: 'heartbeat', gpu_util: 'heartbeat' });
+    expect(view.metric_source).toEqual({ inflight: 'proxy_lifecycle_counter', qps_1m: 'heartbeat', gpu_util: 'heartbeat', engine: 'probe_metrics_scrape' });
     expect(byId(view, 'i1')).toMatchObject({
       url: 'http://127.0.0.1:1/i1',
       models: ['m-a', 'm-b'],

@@ -25,5 +25,6 @@ export const simHelp = (): ServerHelp => ({
     { name: 'ADMIN_TOKEN', meaning: 'bearer token for the control plane' },
     { name: 'INSTANCE_ID', meaning: 'id to register under (default: derived from the URL)' },
     { name: 'ADVERTISE_URL', meaning: 'URL to register (default: http://HOST:PORT)' },
+    { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
   ],
 });

@@ -225,21 +225,21 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
     });
 
     it('claims the control plane for one replica at a time: renews its own, takes over a lapsed one', async () => {
-      expect(await store.claimControlPlane('cp-1', 300)).toBe(true);
-      expect(await store.claimControlPlane('cp-2', 300)).toBe(false);
-      expect(await store.claimControlPlane('cp-1', 300)).toBe(true);
+      expect(await store.claimControlPlane('cp-1', 300, 300)).toBe(true);
+      expect(await store.claimControlPlane('cp-2', 300, 300)).toBe(false);
+      expect(await store.claimControlPlane('cp-1', 300, 300)).toBe(true);
       await sleep(400);
-      expect(await store.claimControlPlane('cp-2', 300)).toBe(true);
-      expect(await store.claimControlPlane('cp-1', 300)).toBe(false);
+      expect(await store.claimControlPlane('cp-2', 300, 300)).toBe(true);
+      expect(await store.claimControlPlane('cp-1', 300, 300)).toBe(false);
     });
 
     it('tells a renewing proxy whether the control plane holds its lease; true when none ever claimed one', async () => {
       expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
-      await store.claimControlPlane('cp-1', 200);
+      await store.claimControlPlane('cp-1', 200, 200);
       expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
       await sleep(300);
       expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: false });
-      await store.claimControlPlane('cp-2', 10_000);
+      await store.claimControlPlane('cp-2', 10_000, 10_000);
       expect(await store.renewLease(info('p1'), 10_000)).toEqual({ controlPlaneAlive: true });
     });
 
@@ -247,7 +247,7 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       await store.register(record('a', { ttl_s: 0.4 }));
       await store.register(record('gone', { ttl_s: 0.4 }));
       await store.markDown('gone');
-      await store.claimControlPlane('cp-1', 100);
+      await store.claimControlPlane('cp-1', 100, 100);
       await sleep(600);
       // a's ttl ran out at the clock, but after the control plane stopped: it stays alive for proxies and reads.
       expect((await store.getInstance('a'))?.is_alive).toBe(true);
@@ -255,26 +255,32 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await acquireId(store, 'least_load')).toBe('a');
       // Failed probes still take an instance out at once.
       expect((await store.getInstance('gone'))?.is_alive).toBe(false);
-      expect(await store.claimControlPlane('cp-2', 10_000)).toBe(true);
+      expect(await store.claimControlPlane('cp-2', 10_000, 10_000)).toBe(true);
       expect((await store.getInstance('a'))?.is_alive).toBe(true);
       await sleep(500);
-      // Judged at cp-2's last claim until it claims again.
-      expect((await store.getInstance('a'))?.is_alive).toBe(true);
-      await store.claimControlPlane('cp-2', 10_000);
+      // Claimed with a 10 s renewal: judged now, and a's ttl has lapsed.
+      expect((await store.getInstance('a'))?.is_alive).toBe(false);
+      expect(await store.sweepLiveness()).toEqual(['a']);
+    });
+
+    it('judges liveness now while the holder is within its renewal interval: the ttl is exact', async () => {
+      await store.register(record('a', { ttl_s: 0.3 }));
+      await store.claimControlPlane('cp-1', 5000, 2000);
+      await sleep(500);
       expect((await store.getInstance('a'))?.is_alive).toBe(false);
       expect(await store.sweepLiveness()).toEqual(['a']);
     });
 
     it('freezes liveness as soon as the control plane stops claiming, before its lease lapses', async () => {
       await store.register(record('a', { ttl_s: 0.3 }));
-      // A long lease, then no renewal: the ttl runs out while the lease is still held.
-      await store.claimControlPlane('cp-1', 5000);
+      // A long lease renewed every 100 ms, then no renewal: the ttl runs out while the lease is still held.
+      await store.claimControlPlane('cp-1', 5000, 100);
       await sleep(500);
       expect((await store.getInstance('a'))?.is_alive).toBe(true);
       expect(await store.sweepLiveness()).toEqual([]);
       expect(await acquireId(store, 'least_load')).toBe('a');
       // The holder renews: liveness is judged now again, and a's ttl has lapsed.
-      await store.claimControlPlane('cp-1', 5000);
+      await store.claimControlPlane('cp-1', 5000, 100);
       expect((await store.getInstance('a'))?.is_alive).toBe(false);
       expect(await store.sweepLiveness()).toEqual(['a']);
     });

@@ -74,11 +74,12 @@ export interface LoadStore {
   sweepLiveness(): Promise<string[]>;
   /**
    * Leadership among control-plane replicas and the control plane's lease: true while this replica
-   * holds it (claims it when free or lapsed, renews its own). While a lease that was written has
-   * lapsed, liveness is judged at the moment it lapsed, so stopping every control plane expires no one;
-   * a claim after a lapse moves every instance's expiry on by the gap, so no one expires on return either.
+   * holds it (claims it when free or lapsed, renews its own). The holder promises to claim again
+   * within renewMs: past that, liveness is judged at that moment, so stopping every control plane
+   * expires no one; a claim after a lapse moves every instance's expiry on by the gap, so no one
+   * expires on return either.
    */
-  claimControlPlane(replicaId: string, ttlMs: number): Promise<boolean>;
+  claimControlPlane(replicaId: string, ttlMs: number, renewMs: number): Promise<boolean>;
   /** Removes an instance and every proxy's contribution to it; false when unknown. */
   remove(instanceId: string): Promise<boolean>;
   /** One instance, with the same fields listInstances() gives it; null when unknown. */

@@ -36,7 +36,7 @@ export class MemoryLoadStore implements LoadStore {
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
   private version = 0;
-  private controlPlane: { holder: string; until: number; seen: number } | null = null;
+  private controlPlane: { holder: string; until: number; watch: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
 
@@ -100,13 +100,13 @@ export class MemoryLoadStore implements LoadStore {
     return lapsed.sort();
   }
 
-  async claimControlPlane(replicaId: string, ttl: number): Promise<boolean> {
+  async claimControlPlane(replicaId: string, ttl: number, renewMs: number): Promise<boolean> {
     const now = this.now();
     const cp = this.controlPlane;
     if (cp && cp.holder !== replicaId && cp.until >= now) return false;
     // Time with no control plane does not count against anyone's ttl.
-    if (cp && cp.until < now) for (const entry of this.instances.values()) entry.expiresAt += now - cp.seen;
-    this.controlPlane = { holder: replicaId, until: now + ttl, seen: now };
+    if (cp && cp.until < now) for (const entry of this.instances.values()) entry.expiresAt += Math.max(0, now - cp.watch);
+    this.controlPlane = { holder: replicaId, until: now + ttl, watch: now + renewMs };
     return true;
   }
 
@@ -286,9 +286,9 @@ export class MemoryLoadStore implements LoadStore {
     };
   }
 
-  /** Liveness is judged at the control plane's last claim, if one ever claimed: when every control plane stops, it freezes there. */
+  /** Liveness is judged now while the control plane claims, and freezes at its watch (last claim + one renewal) when it stops. */
   private judgedAt(now: number): number {
-    return this.controlPlane ? Math.min(now, this.controlPlane.seen) : now;
+    return this.controlPlane ? Math.min(now, this.controlPlane.watch) : now;
   }
 
   private isAlive(entry: Entry, now: number): boolean {

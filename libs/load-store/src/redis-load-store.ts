@@ -57,18 +57,18 @@ const SCRIPTS: Record<ScriptName, string> = {
 type Field = string | null | undefined;
 type Fields = Record<(typeof scripts.INSTANCE_FIELDS)[number], Field>;
 
-/** When liveness is judged: the control plane's last claim, if one ever claimed (see JUDGED_AT in the scripts). */
-function judgedAt(now: number, cpSeen: Field): number {
-  return Math.min(now, cpSeen == null ? Infinity : Number(cpSeen));
+/** When liveness is judged: now, or the control plane's watch when it has stopped claiming (see JUDGED_AT in the scripts). */
+function judgedAt(now: number, cpWatch: Field): number {
+  return Math.min(now, cpWatch == null ? Infinity : Number(cpWatch));
 }
 
-function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>, now: number, cpSeen: Field): InstanceState {
+function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>, now: number, cpWatch: Field): InstanceState {
   const record = JSON.parse(rec) as Omit<InstanceRecord, 'registered_at'>;
   return {
     ...record,
     registered_at: Number(f.reg),
     last_seen_at: Number(f.seen),
-    is_alive: f.down == null && f.exp != null && Number(f.exp) >= judgedAt(now, cpSeen),
+    is_alive: f.down == null && f.exp != null && Number(f.exp) >= judgedAt(now, cpWatch),
     load: {
       inflight: Number(f.inflight ?? 0),
       qps_1m: f.qps == null ? null : Number(f.qps),
@@ -152,8 +152,8 @@ export class RedisLoadStore implements LoadStore {
     return ((await this.run('sySweepLiveness')) as string[]).sort();
   }
 
-  async claimControlPlane(replicaId: string, ttlMs: number): Promise<boolean> {
-    return (await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs))) === 1;
+  async claimControlPlane(replicaId: string, ttlMs: number, renewMs: number): Promise<boolean> {
+    return (await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs), Math.round(renewMs))) === 1;
   }
 
   async remove(instanceId: string): Promise<boolean> {
@@ -163,13 +163,13 @@ export class RedisLoadStore implements LoadStore {
   async getInstance(instanceId: string): Promise<InstanceState | null> {
     const raw = (await this.run('syInstance', instanceId)) as [number, Field, string, ...unknown[]] | null;
     if (!raw) return null;
-    const [now, cpSeen, rec] = raw;
+    const [now, cpWatch, rec] = raw;
     const values = raw.slice(3) as Field[];
     const f = Object.fromEntries(scripts.INSTANCE_FIELDS.map((name, i) => [name, values[i]])) as Fields;
     const flat = raw[3 + scripts.INSTANCE_FIELDS.length] as string[];
     const byProxy: Record<string, number> = {};
     for (let i = 0; i < flat.length; i += 2) byProxy[flat[i]] = Number(flat[i + 1]);
-    return toInstanceState(rec, f, byProxy, now, cpSeen);
+    return toInstanceState(rec, f, byProxy, now, cpWatch);
   }
 
   async listInstances(): Promise<InstanceState[]> {
@@ -253,7 +253,7 @@ export class RedisLoadStore implements LoadStore {
 
   private async dump(): Promise<{ now: number; version: number; instances: InstanceState[]; proxies: ProxyState[] }> {
     const raw = (await this.run('syDump')) as unknown[];
-    const [now, version, cpSeen, rec] = raw as [number, number, Field, string[]];
+    const [now, version, cpWatch, rec] = raw as [number, number, Field, string[]];
     const hash = (flat: string[]) => {
       const m = new Map<string, string>();
       for (let i = 0; i < flat.length; i += 2) m.set(flat[i], flat[i + 1]);
@@ -276,7 +276,7 @@ export class RedisLoadStore implements LoadStore {
     for (let i = 0; i < rec.length; i += 2) {
       const id = rec[i];
       const f = Object.fromEntries(scripts.INSTANCE_FIELDS.map((name, k) => [name, fieldMaps[k].get(id)])) as Fields;
-      instances.push(toInstanceState(rec[i + 1], f, byInstance.get(id) ?? {}, now, cpSeen));
+      instances.push(toInstanceState(rec[i + 1], f, byInstance.get(id) ?? {}, now, cpWatch));
     }
     instances.sort((a, b) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0));
     const proxies: ProxyState[] = [];

@@ -24,14 +24,14 @@ end
 `;
 
 /**
- * Liveness is judged at the control plane's last claim (at most a renewal old while it runs): when
- * every control plane stops, liveness freezes at once, before its lease even lapses, so no one
- * expires and proxies keep routing on the last liveness. Never claimed: judged now.
+ * Liveness is judged now while the control plane keeps claiming, and at most at `watch` (its last
+ * claim plus one renewal interval) when it stops: liveness freezes then, before its lease even
+ * lapses, so no one expires and proxies keep routing on the last liveness. Never claimed: now.
  */
 const JUDGED_AT = `
 local function judged_at(p, now)
-  local seen = tonumber(redis.call('HGET', p .. 'cp', 'seen') or '')
-  if seen and seen < now then return seen end
+  local watch = tonumber(redis.call('HGET', p .. 'cp', 'watch') or '')
+  if watch and watch < now then return watch end
   return now
 end
 local function alive_at(p, id, at)
@@ -204,7 +204,7 @@ local holder = redis.call('HGET', p .. 'cp', 'holder')
 local u = tonumber(redis.call('HGET', p .. 'cp', 'until') or '')
 if holder and holder ~= replica and u and u >= now then return 0 end
 if u and u < now then
-  local gap = now - tonumber(redis.call('HGET', p .. 'cp', 'seen') or u)
+  local gap = math.max(0, now - tonumber(redis.call('HGET', p .. 'cp', 'watch') or u))
   local flat = redis.call('HGETALL', p .. 'exp')
   for i = 1, #flat, 2 do
     local e = tonumber(flat[i + 1]) + gap
@@ -212,7 +212,7 @@ if u and u < now then
     if redis.call('ZSCORE', p .. 'live', flat[i]) then redis.call('ZADD', p .. 'live', e, flat[i]) end
   end
 end
-redis.call('HSET', p .. 'cp', 'holder', replica, 'until', now + tonumber(ARGV[3]), 'seen', now)
+redis.call('HSET', p .. 'cp', 'holder', replica, 'until', now + tonumber(ARGV[3]), 'watch', now + tonumber(ARGV[4]))
 return 1
 `;
 
@@ -479,11 +479,11 @@ const FIELD_LIST = `{${INSTANCE_FIELDS.map((f) => `'${f}'`).join(', ')}}`;
 
 /**
  * ARGV: prefix. One consistent read of the whole pool:
- * {now, ver, cp_seen|false, rec, ...INSTANCE_FIELDS hashes, leases, lease_info, lease_seen, {proxy, contrib}...}.
+ * {now, ver, cp_watch|false, rec, ...INSTANCE_FIELDS hashes, leases, lease_info, lease_seen, {proxy, contrib}...}.
  */
 export const DUMP = `${NOW}
 local p = ARGV[1]
-local out = { now_ms(), tonumber(redis.call('GET', p .. 'ver') or '0'), redis.call('HGET', p .. 'cp', 'seen'), redis.call('HGETALL', p .. 'rec') }
+local out = { now_ms(), tonumber(redis.call('GET', p .. 'ver') or '0'), redis.call('HGET', p .. 'cp', 'watch'), redis.call('HGETALL', p .. 'rec') }
 for _, h in ipairs(${FIELD_LIST}) do
   out[#out + 1] = redis.call('HGETALL', p .. h)
 end
@@ -499,13 +499,13 @@ return out
 
 /**
  * ARGV: prefix, id. One instance read at one moment, without the rest of the pool:
- * {now, cp_seen, rec, ...INSTANCE_FIELDS, {proxy, n, ...}} (false where never written), or nil when unknown.
+ * {now, cp_watch, rec, ...INSTANCE_FIELDS, {proxy, n, ...}} (false where never written), or nil when unknown.
  */
 export const INSTANCE = `${NOW}
 local p, id = ARGV[1], ARGV[2]
 local rec = redis.call('HGET', p .. 'rec', id)
 if not rec then return false end
-local out = { now_ms(), redis.call('HGET', p .. 'cp', 'seen'), rec }
+local out = { now_ms(), redis.call('HGET', p .. 'cp', 'watch'), rec }
 for _, h in ipairs(${FIELD_LIST}) do
   out[#out + 1] = redis.call('HGET', p .. h, id)
 end

@@ -40,7 +40,7 @@ export class LeadershipService implements OnModuleInit, OnApplicationShutdown {
   /** Claims or renews; a store failure means not leading until the store answers again. */
   claim(): Promise<boolean> {
     this.claiming ??= this.store
-      .claimControlPlane(this.replicaId, LEADERSHIP_TTL_MS)
+      .claimControlPlane(this.replicaId, LEADERSHIP_TTL_MS, LEADERSHIP_RENEW_MS)
       .catch(() => false)
       .then((leader: boolean) => {
         if (leader !== this.leader) this.logger.log(leader ? `replica ${this.replicaId} now probes, sweeps liveness and reaps leases` : `replica ${this.replicaId} stands by`);
