@@ -262,6 +262,8 @@ export class RedisLoadStore implements LoadStore {
     for (const entry of raw.slice(7 + nf) as [string, string[]][]) {
       const [proxyId, flat] = entry;
       for (let i = 0; i < flat.length; i += 2) {
+        // A release leaves a contribution that reaches 0 in place (see RELEASE).
+        if (Number(flat[i + 1]) <= 0) continue;
         const map = byInstance.get(flat[i]) ?? {};
         map[proxyId] = Number(flat[i + 1]);
         byInstance.set(flat[i], map);
