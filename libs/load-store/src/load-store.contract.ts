@@ -38,6 +38,7 @@ export async function roundRobinWalk(store: LoadStore): Promise<string[]> {
 /** What a store under contract may be given: the random source that random and power_of_two draw from. */
 export interface ContractStoreOptions {
   random?: () => number;
+  reapGraceMs?: number;
 }
 
 const vllm = (waiting: number | null, kv: number | null = 0.5): EngineSignals => ({ engine: 'vllm', running: 1, waiting, kv_cache_usage: kv, scraped_at: 1, scrape_error: null });
@@ -448,7 +449,9 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await store.getInstance('ghost')).toBeNull();
     });
 
-    it('removes an expired proxy lease with its contributions, and keeps live ones', async () => {
+    it('removes an expired proxy lease with its contributions at the second sweep that finds it expired, and keeps live ones', async () => {
+      extra.push(store);
+      store = await makeStore({ reapGraceMs: 150 });
       await store.register(record('a'));
       await store.renewLease({ proxy_id: 'dead', inflight_http: 2, queued: {}, draining: false, degraded: false }, 200);
       await store.renewLease({ proxy_id: 'live', inflight_http: 1, queued: { m: 1 }, draining: true, degraded: false }, 30_000);
@@ -461,6 +464,12 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
         ['dead', false],
         ['live', true],
       ]);
+      // The first sweep that finds it expired only takes note; the lease gets the grace to renew.
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      expect(await inflightOf('a')).toBe(3);
+      await sleep(100);
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await sleep(100);
       expect(await store.reapExpiredLeases()).toEqual(['dead']);
       expect(await inflightOf('a')).toBe(1);
       expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ live: 1 });
@@ -470,6 +479,24 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       // A release after the reap does not double-subtract.
       expect(await store.release('dead', 'a')).toBeNull();
       expect(await inflightOf('a')).toBe(1);
+    });
+
+    it('never reaps a lease renewed after a sweep found it expired', async () => {
+      extra.push(store);
+      store = await makeStore({ reapGraceMs: 100 });
+      await store.register(record('a'));
+      await store.renewLease(info('late'), 100);
+      await store.acquire({ proxyId: 'late', model: 'm', strategy: 'least_load' });
+      await sleep(150);
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await store.renewLease(info('late'), 100);
+      await sleep(150);
+      // Expired again, but this sweep is the first to see it since the renewal.
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      expect(await inflightOf('a')).toBe(1);
+      await sleep(120);
+      expect(await store.reapExpiredLeases()).toEqual(['late']);
+      expect(await inflightOf('a')).toBe(0);
     });
 
     it('drops a lease and its contributions at once', async () => {

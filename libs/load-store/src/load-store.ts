@@ -1,6 +1,9 @@
 import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import type { Strategy } from '@switchyard/routing';
 
+/** How long a lease must stay expired, seen by two sweeps, before it is reaped: longer than a proxy's renewal interval (1 s) plus its command timeout. */
+export const REAP_GRACE_MS = 2000;
+
 export interface HeartbeatUpdate {
   qps_1m?: number;
   gpu_util?: number;
@@ -97,7 +100,12 @@ export interface LoadStore {
   renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal>;
   /** Ends a proxy's lease now, removing its contributions at once. */
   dropLease(proxyId: string): Promise<void>;
-  /** Removes the contributions of every proxy whose lease has expired; returns their ids. */
+  /**
+   * Removes the contributions of every proxy whose lease had expired at an earlier sweep at least
+   * REAP_GRACE_MS ago and is still expired now (no renewal in between); returns their ids. A store
+   * that hung longer than a lease (SIGSTOP) therefore never reaps on the first sweep it serves:
+   * live proxies renew first.
+   */
   reapExpiredLeases(): Promise<string[]>;
   listProxies(): Promise<ProxyState[]>;
   /** Instances and proxies in one consistent read, so every contribution shown belongs to a proxy in the same list. */

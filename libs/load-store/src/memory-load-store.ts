@@ -1,6 +1,6 @@
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
+import { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, REAP_GRACE_MS, RegisterResult } from './load-store';
 
 interface Entry {
   record: InstanceRecord;
@@ -22,12 +22,16 @@ interface Lease {
   info: ProxyInfo;
   expiresAt: number;
   lastSeen: number;
+  /** When a sweep first found it expired; cleared by a renewal. */
+  expiredSince?: number;
   contributions: Map<string, number>;
 }
 
 export interface MemoryLoadStoreOptions {
   now?: () => number;
   random?: () => number;
+  /** See REAP_GRACE_MS. */
+  reapGraceMs?: number;
 }
 
 /** Single-process store: the same semantics as RedisLoadStore, held in this process. */
@@ -39,10 +43,12 @@ export class MemoryLoadStore implements LoadStore {
   private controlPlane: { holder: string; until: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
+  private readonly reapGraceMs: number;
 
   constructor(options: MemoryLoadStoreOptions = {}) {
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
+    this.reapGraceMs = options.reapGraceMs ?? REAP_GRACE_MS;
   }
 
   async register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult> {
@@ -192,6 +198,7 @@ export class MemoryLoadStore implements LoadStore {
     lease.info = { ...info };
     lease.expiresAt = now + ttl;
     lease.lastSeen = now;
+    lease.expiredSince = undefined;
     return { controlPlaneAlive: !this.controlPlane || this.controlPlane.until >= now };
   }
 
@@ -206,7 +213,9 @@ export class MemoryLoadStore implements LoadStore {
     const now = this.now();
     const reaped: string[] = [];
     for (const [proxyId, lease] of this.leases) {
-      if (lease.expiresAt < now) {
+      if (lease.expiresAt >= now) continue;
+      if (lease.expiredSince === undefined) lease.expiredSince = now;
+      else if (now - lease.expiredSince >= this.reapGraceMs) {
         this.subtract(lease);
         this.leases.delete(proxyId);
         reaped.push(proxyId);

@@ -1,6 +1,6 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
+import { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, REAP_GRACE_MS, RegisterResult } from './load-store';
 import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
@@ -13,6 +13,8 @@ export interface RedisLoadStoreOptions {
   offlineQueue?: boolean;
   connectionName?: string;
   random?: () => number;
+  /** See REAP_GRACE_MS. */
+  reapGraceMs?: number;
 }
 
 type ScriptName =
@@ -89,6 +91,7 @@ export class RedisLoadStore implements LoadStore {
   /** Pub/sub channel on which a release that takes an instance below max_inflight publishes its id. */
   readonly capacityChannel: string;
   private readonly random: () => number;
+  private readonly reapGraceMs: number;
 
   constructor(options: RedisLoadStoreOptions) {
     const redisOptions: RedisOptions = {
@@ -106,6 +109,7 @@ export class RedisLoadStore implements LoadStore {
     this.routingKey = `${this.prefix}rec`;
     this.capacityChannel = `${this.prefix}freed`;
     this.random = options.random ?? Math.random;
+    this.reapGraceMs = options.reapGraceMs ?? REAP_GRACE_MS;
     for (const [name, lua] of Object.entries(SCRIPTS)) {
       this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     }
@@ -226,7 +230,7 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async reapExpiredLeases(): Promise<string[]> {
-    return ((await this.run('syReap')) as string[]).sort();
+    return ((await this.run('syReap', this.reapGraceMs)) as string[]).sort();
   }
 
   async listProxies(): Promise<ProxyState[]> {

@@ -527,6 +527,7 @@ local now = now_ms()
 redis.call('ZADD', p .. 'leases', now + tonumber(ARGV[3]), proxy)
 redis.call('HSET', p .. 'lease_info', proxy, ARGV[4])
 redis.call('HSET', p .. 'lease_seen', proxy, now)
+redis.call('HDEL', p .. 'lease_expired', proxy)
 local u = tonumber(redis.call('HGET', p .. 'cp', 'until') or '')
 if u and u < now then return 0 end
 return 1
@@ -539,22 +540,35 @@ subtract(p, proxy, judged_at(p, now_ms()))
 redis.call('ZREM', p .. 'leases', proxy)
 redis.call('HDEL', p .. 'lease_info', proxy)
 redis.call('HDEL', p .. 'lease_seen', proxy)
+redis.call('HDEL', p .. 'lease_expired', proxy)
 return 1
 `;
 
-/** ARGV: prefix. Returns the reaped proxy ids. */
+/**
+ * ARGV: prefix, grace_ms. Returns the reaped proxy ids. A lease is reaped only when an earlier sweep,
+ * at least grace_ms ago, already found it expired and no renewal came since (a renewal clears
+ * \`lease_expired\`): after Redis hung longer than a lease, the first sweep it runs only takes note,
+ * and every live proxy renews before the next one can reap.
+ */
 export const REAP = `${NOW}${INDEX}${SUBTRACT}
-local p = ARGV[1]
+local p, grace = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local at = judged_at(p, now)
-local expired = redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' .. now)
-for _, proxy in ipairs(expired) do
-  subtract(p, proxy, at)
-  redis.call('ZREM', p .. 'leases', proxy)
-  redis.call('HDEL', p .. 'lease_info', proxy)
-  redis.call('HDEL', p .. 'lease_seen', proxy)
+local reaped = {}
+for _, proxy in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' .. now)) do
+  local since = tonumber(redis.call('HGET', p .. 'lease_expired', proxy) or '')
+  if not since then
+    redis.call('HSET', p .. 'lease_expired', proxy, now)
+  elseif now - since >= grace then
+    subtract(p, proxy, at)
+    redis.call('ZREM', p .. 'leases', proxy)
+    redis.call('HDEL', p .. 'lease_info', proxy)
+    redis.call('HDEL', p .. 'lease_seen', proxy)
+    redis.call('HDEL', p .. 'lease_expired', proxy)
+    reaped[#reaped + 1] = proxy
+  end
 end
-return expired
+return reaped
 `;
 
 /** Per-instance hashes the reads return, in this order. */
