@@ -508,6 +508,54 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await store.listProxies()).toEqual([]);
     });
 
+    it('syncs the registry: everything without a cursor or after a registry change, then only liveness and engine changes, else nothing', async () => {
+      await store.register(record('a', { ttl_s: 0.3 }));
+      await store.register(record('b', { weight: 2 }));
+      const first = await store.syncRegistry(null);
+      expect(first.kind).toBe('full');
+      if (first.kind !== 'full') return;
+      const a = await store.getInstance('a');
+      expect(first.instances[0]).toEqual({ ...record('a', { ttl_s: 0.3 }), registered_at: a?.registered_at, is_alive: true, qps_1m: null, waiting: null, saturated: false });
+      expect(first.instances.map((i) => i.instance_id)).toEqual(['a', 'b']);
+      let cursor = first.cursor;
+      const next = async () => {
+        const r = await store.syncRegistry(cursor);
+        cursor = r.cursor;
+        return r.kind === 'changes' ? r.changed : r.kind;
+      };
+      expect(await next()).toBe('unchanged');
+      await store.heartbeat('b', { qps_1m: 3 });
+      await store.heartbeat('a', {});
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: null, saturated: false }]);
+      await store.heartbeat('b', { qps_1m: 3 });
+      await store.reportEngine('b', vllm(2), false);
+      await store.reportEngine('b', vllm(2), false);
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: 2, saturated: false }]);
+      await store.reportEngine('b', { ...vllm(2), scraped_at: 99 }, false);
+      expect(await next()).toBe('unchanged');
+      await store.markDown('b');
+      await sleep(400);
+      await store.sweepLiveness();
+      expect(await next()).toEqual([
+        { instance_id: 'a', is_alive: false, qps_1m: null, waiting: null, saturated: false },
+        { instance_id: 'b', is_alive: false, qps_1m: 3, waiting: 2, saturated: false },
+      ]);
+      await store.heartbeat('b', {});
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: 2, saturated: false }]);
+      await store.register(record('c'));
+      const afterRegister = await store.syncRegistry(cursor);
+      expect(afterRegister.kind === 'full' && afterRegister.instances.map((i) => [i.instance_id, i.is_alive])).toEqual([
+        ['a', false],
+        ['b', true],
+        ['c', true],
+      ]);
+      cursor = afterRegister.cursor;
+      expect(await next()).toBe('unchanged');
+      await store.remove('a');
+      const afterRemove = await store.syncRegistry(cursor);
+      expect(afterRemove.kind === 'full' && afterRemove.instances.map((i) => i.instance_id)).toEqual(['b', 'c']);
+    });
+
     it('versions the registry snapshot on every change', async () => {
       const v0 = (await store.snapshot()).version;
       await store.register(record('a'));

@@ -45,6 +45,31 @@ export interface LeaseRenewal {
   controlPlaneAlive: boolean;
 }
 
+/** Where a proxy's copy of the registry stands: the registry version and the last liveness/engine change it has seen. */
+export interface RegistryCursor {
+  version: number;
+  changes: number;
+}
+
+/** What routing needs of an instance beyond its record, as of the read. */
+export interface InstanceLiveness {
+  instance_id: string;
+  is_alive: boolean;
+  qps_1m: number | null;
+  waiting: number | null;
+  saturated: boolean;
+}
+
+/**
+ * One registry sync: nothing when neither the registry nor any liveness or engine signal changed
+ * since the cursor (one small read); the instances whose liveness or engine signals changed when
+ * only those did; every record with its liveness when the registry itself changed (or no cursor).
+ */
+export type RegistrySync =
+  | { kind: 'unchanged'; cursor: RegistryCursor }
+  | { kind: 'changes'; cursor: RegistryCursor; changed: InstanceLiveness[] }
+  | { kind: 'full'; cursor: RegistryCursor; instances: (InstanceRecord & InstanceLiveness)[] };
+
 export interface RegisterResult {
   created: boolean;
   state: InstanceState;
@@ -88,6 +113,8 @@ export interface LoadStore {
   getInstance(instanceId: string): Promise<InstanceState | null>;
   listInstances(): Promise<InstanceState[]>;
   snapshot(): Promise<RegistrySnapshot>;
+  /** What changed since the cursor (null: everything); cost grows with what changed, never with proxies. */
+  syncRegistry(since: RegistryCursor | null): Promise<RegistrySync>;
 
   /** Selects an instance for the model and takes one in-flight slot on it, in one atomic step. */
   acquire(request: AcquireRequest): Promise<AcquireResult>;

@@ -1,6 +1,20 @@
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
-import { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, REAP_GRACE_MS, RegisterResult } from './load-store';
+import {
+  AcquireRequest,
+  AcquireResult,
+  FleetState,
+  HeartbeatResult,
+  HeartbeatUpdate,
+  InstanceLiveness,
+  LeaseRenewal,
+  LoadStore,
+  MarkDownResult,
+  REAP_GRACE_MS,
+  RegisterResult,
+  RegistryCursor,
+  RegistrySync,
+} from './load-store';
 
 interface Entry {
   record: InstanceRecord;
@@ -40,6 +54,9 @@ export class MemoryLoadStore implements LoadStore {
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
   private version = 0;
+  /** Liveness and engine changes: a sequence number, and the last one of each instance. */
+  private changeSeq = 0;
+  private readonly changedAt = new Map<string, number>();
   private controlPlane: { holder: string; until: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
@@ -72,6 +89,7 @@ export class MemoryLoadStore implements LoadStore {
     entry.expiresAt = now + ttlMs(entry.record.ttl_s);
     entry.down = false;
     entry.watched = true;
+    if (!wasAlive || (update.qps_1m !== undefined && update.qps_1m !== entry.qps)) this.changed(instanceId);
     if (update.qps_1m !== undefined) entry.qps = update.qps_1m;
     if (update.gpu_util !== undefined) entry.gpu = update.gpu_util;
     return wasAlive ? 'alive' : 'revived';
@@ -80,6 +98,7 @@ export class MemoryLoadStore implements LoadStore {
   async reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean> {
     const entry = this.instances.get(instanceId);
     if (!entry) return false;
+    if (signals.waiting !== entry.engine.waiting || saturated !== entry.saturated) this.changed(instanceId);
     entry.engine = { ...signals };
     entry.saturated = saturated;
     return true;
@@ -89,6 +108,7 @@ export class MemoryLoadStore implements LoadStore {
     const entry = this.instances.get(instanceId);
     if (!entry) return 'unknown';
     const wasAlive = this.isAlive(entry, this.now());
+    if (wasAlive) this.changed(instanceId);
     entry.down = true;
     entry.watched = false;
     return wasAlive ? 'was_alive' : 'already_down';
@@ -101,6 +121,7 @@ export class MemoryLoadStore implements LoadStore {
       if (entry.watched && entry.expiresAt < at) {
         entry.watched = false;
         lapsed.push(entry.record.instance_id);
+        this.changed(entry.record.instance_id);
       }
     }
     return lapsed.sort();
@@ -118,6 +139,7 @@ export class MemoryLoadStore implements LoadStore {
 
   async remove(instanceId: string): Promise<boolean> {
     if (!this.instances.delete(instanceId)) return false;
+    this.changedAt.delete(instanceId);
     for (const lease of this.leases.values()) lease.contributions.delete(instanceId);
     this.version += 1;
     return true;
@@ -135,6 +157,24 @@ export class MemoryLoadStore implements LoadStore {
   async snapshot(): Promise<RegistrySnapshot> {
     const instances = [...this.instances.values()].map((e) => e.record).sort(byId);
     return { version: this.version, generated_at: this.now(), instances };
+  }
+
+  async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
+    const now = this.now();
+    const cursor = { version: this.version, changes: this.changeSeq };
+    const liveness = (e: Entry): InstanceLiveness => ({
+      instance_id: e.record.instance_id,
+      is_alive: this.isAlive(e, now),
+      qps_1m: e.qps,
+      waiting: e.engine.waiting,
+      saturated: e.saturated,
+    });
+    if (!since || since.version !== this.version || since.changes > this.changeSeq) {
+      return { kind: 'full', cursor, instances: [...this.instances.values()].map((e) => ({ ...e.record, ...liveness(e) })).sort(byId) };
+    }
+    if (since.changes === this.changeSeq) return { kind: 'unchanged', cursor };
+    const changed = [...this.changedAt].filter(([, seq]) => seq > since.changes).map(([id]) => this.instances.get(id));
+    return { kind: 'changes', cursor, changed: changed.filter((e): e is Entry => e !== undefined).map(liveness).sort(byId) };
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -285,6 +325,11 @@ export class MemoryLoadStore implements LoadStore {
       engine: { ...entry.engine },
       saturated: entry.saturated,
     };
+  }
+
+  private changed(instanceId: string): void {
+    this.changeSeq += 1;
+    this.changedAt.set(instanceId, this.changeSeq);
   }
 
   /** Liveness is judged when the control plane's lease lapsed, if it has: proxies keep routing on the last liveness. */

@@ -1,6 +1,20 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
-import { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, REAP_GRACE_MS, RegisterResult } from './load-store';
+import {
+  AcquireRequest,
+  AcquireResult,
+  FleetState,
+  HeartbeatResult,
+  HeartbeatUpdate,
+  InstanceLiveness,
+  LeaseRenewal,
+  LoadStore,
+  MarkDownResult,
+  REAP_GRACE_MS,
+  RegisterResult,
+  RegistryCursor,
+  RegistrySync,
+} from './load-store';
 import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
@@ -32,6 +46,7 @@ type ScriptName =
   | 'syDropLease'
   | 'syReap'
   | 'syDump'
+  | 'sySync'
   | 'syInstance';
 type ScriptFn = (key: string, ...args: (string | number)[]) => Promise<unknown>;
 
@@ -50,6 +65,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   syDropLease: scripts.DROP_LEASE,
   syReap: scripts.REAP,
   syDump: scripts.DUMP,
+  sySync: scripts.SYNC,
   syInstance: scripts.INSTANCE,
 };
 
@@ -186,6 +202,33 @@ export class RedisLoadStore implements LoadStore {
       generated_at: d.now,
       instances: d.instances.map(({ last_seen_at: _s, is_alive: _a, load: _l, inflight_by_proxy: _b, engine: _e, saturated: _x, ...record }) => record),
     };
+  }
+
+  async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
+    const raw = (await this.run('sySync', since?.version ?? -1, since?.changes ?? -1)) as [[number, Field, number, number], string[]?, ...Field[][]];
+    const [[now, cpUntil, version, changes], ids = []] = raw;
+    const cursor = { version, changes };
+    if (raw.length === 1) return { kind: 'unchanged', cursor };
+    const full = since === null || since.version !== version || since.changes > changes;
+    const columns = raw.slice(full ? 4 : 2) as Field[][];
+    const at = judgedAt(now, cpUntil);
+    const liveness = ids.map((instance_id, i): InstanceLiveness => {
+      const [exp, down, qps, wait, sat] = scripts.SYNC_FIELDS.map((_, k) => columns[k][i]);
+      return {
+        instance_id,
+        is_alive: down == null && exp != null && Number(exp) >= at,
+        qps_1m: qps == null ? null : Number(qps),
+        waiting: wait == null ? null : Number(wait),
+        saturated: sat != null,
+      };
+    });
+    const byId = (a: { instance_id: string }, b: { instance_id: string }) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0);
+    if (!full) return { kind: 'changes', cursor, changed: liveness.sort(byId) };
+    const [recs, regs] = [raw[2], raw[3]] as Field[][];
+    const instances = liveness
+      .map((l, i) => ({ ...(JSON.parse(recs[i] as string) as Omit<InstanceRecord, 'registered_at'>), registered_at: Number(regs[i]), ...l }))
+      .sort(byId);
+    return { kind: 'full', cursor, instances };
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {

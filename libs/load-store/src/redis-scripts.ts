@@ -76,8 +76,15 @@ local function put_hot(p, id, h)
 end
 `;
 
+/** A liveness or engine change proxies should hear about at their next registry sync (see SYNC). */
+const CHANGED = `
+local function changed(p, id)
+  redis.call('ZADD', p .. 'chg', redis.call('INCR', p .. 'chgseq'), id)
+end
+`;
+
 /** The selection index (see the header): where an instance is, where it belongs, and moving it there. */
-const INDEX = `${JUDGED_AT}${HOT}
+const INDEX = `${JUDGED_AT}${HOT}${CHANGED}
 local function prefix_at(h, n)
   return h.sat .. struct.pack('>d', num(n / h.w)) .. h.tail
 end
@@ -180,6 +187,7 @@ redis.call('HSET', p .. 'seen', id, now)
 redis.call('HSET', p .. 'exp', id, h.exp)
 redis.call('HDEL', p .. 'down', id)
 redis.call('ZADD', p .. 'live', h.exp, id)
+if not was or (ARGV[3] ~= '' and ARGV[3] ~= redis.call('HGET', p .. 'qps', id)) then changed(p, id) end
 if ARGV[3] ~= '' then
   redis.call('HSET', p .. 'qps', id, ARGV[3])
   h.qps = num(tonumber(ARGV[3]) or 0) / h.w
@@ -202,7 +210,9 @@ local h = hot_of(p, id)
 if not h then return 0 end
 local n = inflight_of(p, id)
 local old = located(p, id, h, n)
+if ARGV[4] ~= (redis.call('HGET', p .. 'wait', id) or '') or ARGV[5] ~= h.sat then changed(p, id) end
 redis.call('HSET', p .. 'eng', id, ARGV[3])
+if ARGV[4] == '' then redis.call('HDEL', p .. 'wait', id) else redis.call('HSET', p .. 'wait', id, ARGV[4]) end
 if ARGV[5] == '1' then redis.call('HSET', p .. 'sat', id, 1) else redis.call('HDEL', p .. 'sat', id) end
 h.waiting = tonumber(ARGV[4]) or 0
 h.sat = '0'
@@ -218,6 +228,7 @@ export const MARK_DOWN = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
 if redis.call('HEXISTS', p .. 'rec', id) == 0 then return 0 end
 local was = alive_at(p, id, judged_at(p, now_ms()))
+if was then changed(p, id) end
 redis.call('HSET', p .. 'down', id, 1)
 redis.call('ZREM', p .. 'live', id)
 unplace(p, id)
@@ -233,6 +244,7 @@ local lapsed = redis.call('ZRANGEBYSCORE', p .. 'live', '-inf', '(' .. at)
 for _, id in ipairs(lapsed) do
   redis.call('ZREM', p .. 'live', id)
   unplace(p, id)
+  changed(p, id)
 end
 return lapsed
 `;
@@ -274,10 +286,11 @@ local models = redis.call('HGET', p .. 'models', id)
 if not models then return 0 end
 unplace(p, id)
 for _, m in ipairs(cjson.decode(models)) do redis.call('SREM', p .. 'model:' .. m, id) end
-for _, h in ipairs({'rec', 'hot', 'ttl', 'models', 'seen', 'exp', 'qps', 'gpu', 'reg', 'inflight', 'eng', 'sat', 'down'}) do
+for _, h in ipairs({'rec', 'hot', 'ttl', 'models', 'seen', 'exp', 'qps', 'gpu', 'reg', 'inflight', 'eng', 'wait', 'sat', 'down'}) do
   redis.call('HDEL', p .. h, id)
 end
 redis.call('ZREM', p .. 'live', id)
+redis.call('ZREM', p .. 'chg', id)
 for _, proxy in ipairs(redis.call('ZRANGE', p .. 'leases', 0, -1)) do
   redis.call('HDEL', p .. 'contrib:' .. proxy, id)
 end
@@ -569,6 +582,43 @@ for _, proxy in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' ..
   end
 end
 return reaped
+`;
+
+/** Per-instance hashes a registry sync returns, in this order (preceded by rec and reg in a full one). */
+export const SYNC_FIELDS = ['exp', 'down', 'qps', 'wait', 'sat'] as const;
+
+/**
+ * ARGV: prefix, version, changes (the caller's cursor; -1 -1 for none).
+ * Returns {{now, cp_until, version, changes}} when nothing changed since the cursor: one small read.
+ * Otherwise {head, ids, [rec, reg when full,] ...SYNC_FIELDS values for those ids}: every instance when the
+ * version moved, else only those whose liveness or engine signals changed after the cursor.
+ */
+export const SYNC = `${NOW}
+local p = ARGV[1]
+local ver = tonumber(redis.call('GET', p .. 'ver') or '0')
+local seq = tonumber(redis.call('GET', p .. 'chgseq') or '0')
+local head = { now_ms(), redis.call('HGET', p .. 'cp', 'until'), ver, seq }
+-- A change counter behind the caller's means a new (emptied) Redis: start over.
+local full = tonumber(ARGV[2]) ~= ver or tonumber(ARGV[3]) > seq
+if not full and tonumber(ARGV[3]) == seq then return { head } end
+local ids
+if full then ids = redis.call('HKEYS', p .. 'rec') else ids = redis.call('ZRANGEBYSCORE', p .. 'chg', '(' .. ARGV[3], '+inf') end
+local out = { head, ids }
+local fields = { ${SYNC_FIELDS.map((f) => `'${f}'`).join(', ')} }
+if full then
+  table.insert(fields, 1, 'reg')
+  table.insert(fields, 1, 'rec')
+end
+for _, f in ipairs(fields) do
+  local values = {}
+  -- In slices: unpack has a stack limit.
+  for i = 1, #ids, 500 do
+    local got = redis.call('HMGET', p .. f, unpack(ids, i, math.min(i + 499, #ids)))
+    for _, v in ipairs(got) do values[#values + 1] = v end
+  end
+  out[#out + 1] = values
+end
+return out
 `;
 
 /** Per-instance hashes the reads return, in this order. */
