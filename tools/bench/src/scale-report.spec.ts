@@ -15,6 +15,7 @@ const cell = (scheme: 'old' | 'new', instances: number, clients: number, us: num
 const result: ScaleResult = {
   settings: { instances: [8, 1000], clients: [1], cellMs: 3000, rounds: 3 },
   redisVersion: '7.0.15',
+  floorUsPerRequest: 9,
   cells: [cell('old', 8, 1, 90), cell('new', 8, 1, 30), cell('old', 1000, 1, 12_000), cell('new', 1000, 1, 50)],
 };
 

@@ -50,7 +50,8 @@ export function scaleMarkdown(r: ScaleResult, header: string): string {
       '**old** is the pre-issue-12 ACQUIRE (reads every instance of the model on every call; kept in `tools/bench/src/scale-baseline.ts`), **new** is `RedisLoadStore` (sorted-set index). ' +
       '"scripts" is Redis\'s own time in the two scripts a proxied request causes (INFO commandstats usec of EVALSHA/EVAL, which includes every command they call), divided by requests; ' +
       '"redis CPU" is the server process\'s user+sys CPU over the same cell (adds parsing, replies and the event loop). Lease renewals (one per proxy per second) and reconciles are left out: per request they round to 0. ' +
-      'Both schemes run in the same process on the same shared 2-CPU machine, so compare them within a row.',
+      'Both schemes run in the same process on the same shared 2-CPU machine, so compare them within a row. ' +
+      `For scale: two do-nothing scripts per request (EVALSHA of \`return 1\`) measured ${us(r.floorUsPerRequest)} µs/request in this run.`,
   );
   out.push('');
   out.push('| instances | clients | old: scripts µs/request | old: redis CPU µs/request | old: requests/s | new: scripts µs/request | new: redis CPU µs/request | new: requests/s |');

@@ -19,7 +19,7 @@ export interface ScaleSettings {
   rounds: number;
 }
 
-export type Scheme = 'old' | 'new';
+export type Scheme = 'old' | 'new' | 'floor';
 
 export interface ScaleCell {
   scheme: Scheme;
@@ -39,6 +39,8 @@ export interface ScaleCell {
 export interface ScaleResult {
   settings: ScaleSettings;
   redisVersion: string;
+  /** The same measure for two do-nothing scripts per request (EVALSHA of 'return 1'): what the machine's state adds to any script. */
+  floorUsPerRequest: number;
   cells: ScaleCell[];
 }
 
@@ -97,7 +99,23 @@ function oldScheme(url: string, pool: string, proxyId: string): RequestOps {
   };
 }
 
+/** Two do-nothing scripts per request: the floor any two-script request pays on this machine right now. */
+function floorScheme(url: string): RequestOps {
+  const redis = new Redis(url) as Redis & { syNothing(): Promise<number> };
+  redis.defineCommand('syNothing', { numberOfKeys: 0, lua: 'return 1' });
+  return {
+    acquire: async () => String(await redis.syNothing()),
+    release: async () => {
+      await redis.syNothing();
+    },
+    close: async () => {
+      redis.disconnect();
+    },
+  };
+}
+
 async function register(scheme: Scheme, url: string, pool: string, n: number): Promise<void> {
+  if (scheme === 'floor') return;
   const record = (i: number) => ({
     instance_id: instanceId(i),
     url: `http://127.0.0.1:${10_000 + (i % 50_000)}`,
@@ -151,7 +169,7 @@ async function processCpuS(admin: Redis): Promise<number> {
 async function runCell(url: string, admin: Redis, scheme: Scheme, instances: number, clients: number, cellMs: number, rounds: number): Promise<ScaleCell> {
   const pool = `scale-${scheme}-${instances}-${clients}`;
   await register(scheme, url, pool, instances);
-  const ops = Array.from({ length: clients }, (_, i) => (scheme === 'new' ? newScheme : oldScheme)(url, pool, `bench-proxy-${i}`));
+  const ops = Array.from({ length: clients }, (_, i) => (scheme === 'floor' ? floorScheme(url) : (scheme === 'new' ? newScheme : oldScheme)(url, pool, `bench-proxy-${i}`)));
   // One warm-up pair per client loads the scripts and opens the connections before the stats reset.
   for (const o of ops) {
     const id = await o.acquire();
@@ -199,6 +217,8 @@ export async function runScale(settings: ScaleSettings, log: (m: string) => void
   const admin = new Redis(server.url);
   try {
     const redisVersion = parseInfo(await admin.info('server')).get('redis_version') ?? '?';
+    const floor = await runCell(server.url, admin, 'floor', 0, 1, settings.cellMs, settings.rounds);
+    log(`scale floor (two do-nothing scripts per request): ${floor.scriptUsPerRequest.toFixed(1)} µs`);
     const cells: ScaleCell[] = [];
     for (const instances of settings.instances) {
       for (const clients of settings.clients) {
@@ -212,7 +232,7 @@ export async function runScale(settings: ScaleSettings, log: (m: string) => void
         }
       }
     }
-    return { settings, redisVersion, cells };
+    return { settings, redisVersion, floorUsPerRequest: floor.scriptUsPerRequest, cells };
   } finally {
     admin.disconnect();
     await server.stop();
