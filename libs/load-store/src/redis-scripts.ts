@@ -41,7 +41,8 @@ end
 `;
 
 /**
- * One instance's request-path fields in one value:
+ * What the request path needs: reading an instance's hot field, its ld prefix, and moving it in
+ * the sets. The hot field holds the instance's request-path fields in one value:
  * pack('>ddd', weight, max_inflight or -1, expiry ms) .. sat ('0'/'1') .. pack('>dd', waiting, qps_1m / weight)
  * .. pack('>H', #url) .. url .. (pack('>H', #model) .. model)...
  * Bytes 25..41 are the tail of the instance's ld member; its load part is computed from in-flight.
@@ -69,43 +70,10 @@ local function hot_of(p, id)
   end
   return h
 end
-local function put_hot(p, id, h)
-  local parts = { struct.pack('>ddd', h.w, h.max or -1, h.exp), h.sat, struct.pack('>dd', num(h.waiting), num(h.qps)), struct.pack('>H', #h.url), h.url }
-  for _, m in ipairs(h.models) do parts[#parts + 1] = struct.pack('>H', #m) .. m end
-  redis.call('HSET', p .. 'hot', id, table.concat(parts))
-end
-`;
-
-/** A liveness or engine change proxies should hear about at their next registry sync (see SYNC). */
-const CHANGED = `
-local function changed(p, id)
-  redis.call('ZADD', p .. 'chg', redis.call('INCR', p .. 'chgseq'), id)
-end
-`;
-
-/** The selection index (see the header): where an instance is, where it belongs, and moving it there. */
-const INDEX = `${JUDGED_AT}${HOT}${CHANGED}
 local function prefix_at(h, n)
   return h.sat .. struct.pack('>d', num(n / h.w)) .. h.tail
 end
-local function inflight_of(p, id)
-  return tonumber(redis.call('HGET', p .. 'inflight', id) or '0') or 0
-end
--- 'F' (full), the ld prefix, or false (not alive: out of selection) for n in flight.
-local function desired(p, id, h, n, at)
-  if redis.call('HEXISTS', p .. 'down', id) == 1 or h.exp < at then return false end
-  if h.max and n >= h.max then return 'F' end
-  return prefix_at(h, n)
-end
--- Where it is now, given the fields its place was computed from: in one model's sets is in all.
-local function located(p, id, h, n)
-  local m = h.models[1]
-  if not m then return false end
-  local pre = prefix_at(h, n)
-  if redis.call('ZSCORE', p .. 'ld:' .. m, pre .. id) then return pre end
-  if redis.call('SISMEMBER', p .. 'fl:' .. m, id) == 1 then return 'F' end
-  return false
-end
+-- Moves an instance from old to new ('F', an ld prefix, or false: out) in the sets of each of its models.
 local function place(p, id, h, old, new)
   if old == new then return end
   local same_ix = old and new and old ~= 'F' and new ~= 'F' and string.sub(old, 1, 1) == string.sub(new, 1, 1)
@@ -124,6 +92,47 @@ local function place(p, id, h, old, new)
     end
   end
 end
+`;
+
+/**
+ * Writes an instance's hot field. Kept apart from HOT: the request path only reads it, and every
+ * function a script defines is built again on each call.
+ */
+const HOT_WRITE = `
+local function put_hot(p, id, h)
+  local parts = { struct.pack('>ddd', h.w, h.max or -1, h.exp), h.sat, struct.pack('>dd', num(h.waiting), num(h.qps)), struct.pack('>H', #h.url), h.url }
+  for _, m in ipairs(h.models) do parts[#parts + 1] = struct.pack('>H', #m) .. m end
+  redis.call('HSET', p .. 'hot', id, table.concat(parts))
+end
+`;
+
+/** A liveness or engine change proxies should hear about at their next registry sync (see SYNC). */
+const CHANGED = `
+local function changed(p, id)
+  redis.call('ZADD', p .. 'chg', redis.call('INCR', p .. 'chgseq'), id)
+end
+`;
+
+/** Where an instance is in the selection index (see the header) and where it belongs. */
+const LOCATE = `
+local function inflight_of(p, id)
+  return tonumber(redis.call('HGET', p .. 'inflight', id) or '0') or 0
+end
+-- 'F' (full), the ld prefix, or false (not alive: out of selection) for n in flight.
+local function desired(p, id, h, n, at)
+  if redis.call('HEXISTS', p .. 'down', id) == 1 or h.exp < at then return false end
+  if h.max and n >= h.max then return 'F' end
+  return prefix_at(h, n)
+end
+-- Where it is now, given the fields its place was computed from: in one model's sets is in all.
+local function located(p, id, h, n)
+  local m = h.models[1]
+  if not m then return false end
+  local pre = prefix_at(h, n)
+  if redis.call('ZSCORE', p .. 'ld:' .. m, pre .. id) then return pre end
+  if redis.call('SISMEMBER', p .. 'fl:' .. m, id) == 1 then return 'F' end
+  return false
+end
 -- Out of selection (marked down, ttl lapsed, removed, re-registered).
 local function unplace(p, id)
   local h = hot_of(p, id)
@@ -134,6 +143,9 @@ local function replace(p, id, old_h, new_h, n_before, n_after, at)
   place(p, id, new_h, located(p, id, old_h, n_before), desired(p, id, new_h, n_after, at))
 end
 `;
+
+/** Everything a script that changes an instance's state may need. */
+const INDEX = `${JUDGED_AT}${HOT}${HOT_WRITE}${CHANGED}${LOCATE}`;
 
 /** ARGV: prefix, id, record JSON, url, weight, max_inflight ('' = none), ttl_ms, models JSON. Returns 1 when created. */
 export const REGISTER = `${NOW}${INDEX}
@@ -255,7 +267,7 @@ return lapsed
  * every expiry on by the gap: time with no control plane counts against no one (O(instances), rare).
  * Who is in the selection index does not change: alive at the lapse is alive after the move.
  */
-export const CLAIM_CONTROL_PLANE = `${NOW}${HOT}
+export const CLAIM_CONTROL_PLANE = `${NOW}${HOT}${HOT_WRITE}
 local p, replica = ARGV[1], ARGV[2]
 local now = now_ms()
 local holder = redis.call('HGET', p .. 'cp', 'holder')
@@ -304,7 +316,7 @@ return 1
  * Returns {1, id, url, inflight} or {code}: 0 unknown model, -1 none alive, -2 all full.
  * The pick is libs/routing pick() over the alive instances; the store contract suite holds both to the same picks.
  */
-export const ACQUIRE = `${NOW}${INDEX}
+export const ACQUIRE = `${NOW}${JUDGED_AT}${HOT}${LOCATE}
 local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
 local now = now_ms()
@@ -442,7 +454,7 @@ return {1, chosen, h.url, count}
  * Publishes the id on \`freed\` when it leaves max_inflight. A contribution that reaches 0 stays as 0
  * (one write less per release); the reads leave zeros out and reconcile rewrites the hash.
  */
-export const RELEASE = `${NOW}${INDEX}
+export const RELEASE = `${HOT}
 local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
 local key = p .. 'contrib:' .. proxy
 if redis.call('HINCRBY', key, id, -1) < 0 then
