@@ -556,6 +556,32 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(afterRemove.kind === 'full' && afterRemove.instances.map((i) => i.instance_id)).toEqual(['b', 'c']);
     });
 
+    it('keeps working with Redis- and Lua-special characters in ids, models and proxy ids', async () => {
+      const model = 'm {x}:%ü ]]';
+      const ids = ['a {1}:%', 'b}{', 'c ü'];
+      for (const id of ids) await store.register(record(id, { models: [model] }));
+      const proxyId = 'p {q}:% ü@1';
+      const got: string[] = [];
+      for (const strategy of ['least_load', 'round_robin', 'random', 'power_of_two'] as const) {
+        const r = await store.acquire({ proxyId, model, strategy, exclude: ['b}{'] });
+        expect(r.kind).toBe('acquired');
+        if (r.kind === 'acquired') got.push(r.instance_id);
+      }
+      expect(got.every((id) => id !== 'b}{')).toBe(true);
+      expect(await store.release(proxyId, got[0])).toBeGreaterThanOrEqual(0);
+      await store.reconcile(proxyId, { [got[1]]: 1 });
+      expect((await store.getInstance(got[1]))?.inflight_by_proxy).toEqual({ [proxyId]: 1 });
+      expect(await store.markDown('c ü')).toBe('was_alive');
+      const sync = await store.syncRegistry(null);
+      expect(sync.kind === 'full' && sync.instances.map((i) => [i.instance_id, i.is_alive])).toEqual([
+        ['a {1}:%', true],
+        ['b}{', true],
+        ['c ü', false],
+      ]);
+      expect((await store.fleet()).instances.map((i) => i.instance_id)).toEqual(['a {1}:%', 'b}{', 'c ü']);
+      expect(await store.acquire({ proxyId, model: 'm {x}', strategy: 'least_load' })).toEqual({ kind: 'unknown_model' });
+    });
+
     it('versions the registry snapshot on every change', async () => {
       const v0 = (await store.snapshot()).version;
       await store.register(record('a'));

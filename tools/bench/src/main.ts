@@ -53,7 +53,7 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
   const overhead: OverheadSettings = quick
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
-  const scale: ScaleSettings = { instances: [8, 64, 256, 1000], clients: [1, 32], cellMs: quick ? 1500 : 4500, rounds: 3 };
+  const scale: ScaleSettings = { instances: [8, 64, 256, 1000], clients: [1, 32], cellMs: quick ? 1500 : 5000, rounds: 5 };
   return { overhead, balance, scale, limitS: quick ? 300 : 1600 };
 }
 
