@@ -1,4 +1,4 @@
-import Redis, { RedisOptions } from 'ioredis';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import {
   AcquireRequest,
@@ -19,8 +19,10 @@ import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
   url: string;
-  /** Routing pool; every key carries it as the hash tag. */
+  /** Routing pool; every key carries it as the hash tag, so a pool is one hash slot of a Redis Cluster. */
   pool?: string;
+  /** url is a seed node of a Redis Cluster (ioredis Cluster); every script runs on the node serving the pool's slot. */
+  cluster?: boolean;
   /** Per-command timeout: short on the request path, long on the control plane. */
   commandTimeoutMs?: number;
   /** Queue commands while disconnected (control plane) or fail at once (proxies, which then route locally). */
@@ -101,7 +103,7 @@ const DEFAULT_INFO = (proxyId: string): ProxyInfo => ({ proxy_id: proxyId, infli
 
 /** The shared store: ioredis with one Lua script per state change, so each change is atomic and one round trip. */
 export class RedisLoadStore implements LoadStore {
-  readonly redis: Redis;
+  readonly redis: Redis | Cluster;
   private readonly prefix: string;
   private readonly routingKey: string;
   /** Pub/sub channel on which a release that takes an instance below max_inflight publishes its id. */
@@ -118,7 +120,16 @@ export class RedisLoadStore implements LoadStore {
       lazyConnect: false,
       retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
     };
-    this.redis = new Redis(options.url, redisOptions);
+    if (options.cluster) {
+      const seed = new URL(options.url);
+      this.redis = new Redis.Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
+        redisOptions: { ...redisOptions, username: seed.username || undefined, password: seed.password || undefined },
+        enableOfflineQueue: redisOptions.enableOfflineQueue,
+        clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+      });
+    } else {
+      this.redis = new Redis(options.url, redisOptions);
+    }
     // Connection errors are surfaced through command failures and ping(); do not crash on the 'error' event.
     this.redis.on('error', () => undefined);
     this.prefix = `sy:{${options.pool ?? 'default'}}:`;

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ProxyInfo } from '@switchyard/contracts';
+import type Redis from 'ioredis';
 import { RedisLoadStore } from '@switchyard/load-store';
 import { RedisServer } from '@switchyard/testing';
 import { loadControlPlaneConfig } from '../config';
@@ -63,7 +64,8 @@ describe('LeaseReaperService against a redis-server that hangs (SIGSTOP) for lon
     proxies = [new LeaseHolder(server.url, 'proxy-1'), new LeaseHolder(server.url, 'proxy-2')];
     // 20 open streams on two proxies.
     for (const p of proxies) {
-      if (p.store.redis.status !== 'ready') await new Promise((r) => p.store.redis.once('ready', r));
+      const redis = p.store.redis as Redis;
+      if (redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
       await p.store.renewLease(info(p.id), LEASE_TTL_MS);
       for (let i = 0; i < 10; i++) await p.store.acquire({ proxyId: p.id, model: 'm', strategy: 'least_load' });
     }
