@@ -1,5 +1,5 @@
 import type { DebugStatusResponse, InstanceLoadsResponse, InstanceLoadView, ProxyInfo } from '@switchyard/contracts';
-import { RedisLoadStore } from '@switchyard/load-store';
+import { REAP_GRACE_MS, RedisLoadStore } from '@switchyard/load-store';
 import { freePort, RedisServer } from '@switchyard/testing';
 import { AppProcess } from './processes';
 
@@ -147,10 +147,10 @@ describe('debug view, status and metrics of the control plane process', () => {
     expect((await call<DebugStatusResponse>('/debug/status')).body.instances).toEqual({ alive: 2, expired: 1 });
   });
 
-  it('drops a proxy that stops renewing its lease from every count within the TTL and one sweep, keeping the other', async () => {
+  it('drops a proxy that stops renewing its lease from every count within the TTL, the reap grace and a sweep, keeping the other', async () => {
     const ttlMs = 1000;
     await proxies.renewLease(lease('pA', { 'm-a': 2, 'm-b': 1 }), ttlMs);
-    const view = await until(loads, (v) => byId(v, 'i1').inflight_by_proxy.pA === undefined, ttlMs + SWEEP_S * 1000 + 3000);
+    const view = await until(loads, (v) => byId(v, 'i1').inflight_by_proxy.pA === undefined, ttlMs + REAP_GRACE_MS + SWEEP_S * 1000 + 3000);
     expect(byId(view, 'i1')).toMatchObject({ inflight: 1, inflight_by_proxy: { pB: 1 }, queued_by_proxy: { pB: 4 } });
     expect(byId(view, 'i2')).toMatchObject({ inflight: 2, inflight_by_proxy: { pB: 2 }, queued_by_proxy: {} });
     // Reaped, not merely expired: gone from include_dead too.

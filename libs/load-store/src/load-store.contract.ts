@@ -38,6 +38,7 @@ export async function roundRobinWalk(store: LoadStore): Promise<string[]> {
 /** What a store under contract may be given: the random source that random and power_of_two draw from. */
 export interface ContractStoreOptions {
   random?: () => number;
+  reapGraceMs?: number;
 }
 
 const vllm = (waiting: number | null, kv: number | null = 0.5): EngineSignals => ({ engine: 'vllm', running: 1, waiting, kv_cache_usage: kv, scraped_at: 1, scrape_error: null });
@@ -471,7 +472,9 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await store.getInstance('ghost')).toBeNull();
     });
 
-    it('removes an expired proxy lease with its contributions, and keeps live ones', async () => {
+    it('removes an expired proxy lease with its contributions at the second sweep that finds it expired, and keeps live ones', async () => {
+      extra.push(store);
+      store = await makeStore({ reapGraceMs: 150 });
       await store.register(record('a'));
       await store.renewLease({ proxy_id: 'dead', inflight_http: 2, queued: {}, draining: false, degraded: false }, 200);
       await store.renewLease({ proxy_id: 'live', inflight_http: 1, queued: { m: 1 }, draining: true, degraded: false }, 30_000);
@@ -484,6 +487,12 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
         ['dead', false],
         ['live', true],
       ]);
+      // The first sweep that finds it expired only takes note; the lease gets the grace to renew.
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      expect(await inflightOf('a')).toBe(3);
+      await sleep(100);
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await sleep(100);
       expect(await store.reapExpiredLeases()).toEqual(['dead']);
       expect(await inflightOf('a')).toBe(1);
       expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ live: 1 });
@@ -495,6 +504,24 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await inflightOf('a')).toBe(1);
     });
 
+    it('never reaps a lease renewed after a sweep found it expired', async () => {
+      extra.push(store);
+      store = await makeStore({ reapGraceMs: 100 });
+      await store.register(record('a'));
+      await store.renewLease(info('late'), 100);
+      await store.acquire({ proxyId: 'late', model: 'm', strategy: 'least_load' });
+      await sleep(150);
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await store.renewLease(info('late'), 100);
+      await sleep(150);
+      // Expired again, but this sweep is the first to see it since the renewal.
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      expect(await inflightOf('a')).toBe(1);
+      await sleep(120);
+      expect(await store.reapExpiredLeases()).toEqual(['late']);
+      expect(await inflightOf('a')).toBe(0);
+    });
+
     it('drops a lease and its contributions at once', async () => {
       await store.register(record('a'));
       await store.renewLease({ proxy_id: 'p1', inflight_http: 0, queued: {}, draining: true, degraded: false }, 30_000);
@@ -502,6 +529,80 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       await store.dropLease('p1');
       expect(await inflightOf('a')).toBe(0);
       expect(await store.listProxies()).toEqual([]);
+    });
+
+    it('syncs the registry: everything without a cursor or after a registry change, then only liveness and engine changes, else nothing', async () => {
+      await store.register(record('a', { ttl_s: 0.3 }));
+      await store.register(record('b', { weight: 2 }));
+      const first = await store.syncRegistry(null);
+      expect(first.kind).toBe('full');
+      if (first.kind !== 'full') return;
+      const a = await store.getInstance('a');
+      expect(first.instances[0]).toEqual({ ...record('a', { ttl_s: 0.3 }), registered_at: a?.registered_at, is_alive: true, qps_1m: null, waiting: null, saturated: false });
+      expect(first.instances.map((i) => i.instance_id)).toEqual(['a', 'b']);
+      let cursor = first.cursor;
+      const next = async () => {
+        const r = await store.syncRegistry(cursor);
+        cursor = r.cursor;
+        return r.kind === 'changes' ? r.changed : r.kind;
+      };
+      expect(await next()).toBe('unchanged');
+      await store.heartbeat('b', { qps_1m: 3 });
+      await store.heartbeat('a', {});
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: null, saturated: false }]);
+      await store.heartbeat('b', { qps_1m: 3 });
+      await store.reportEngine('b', vllm(2), false);
+      await store.reportEngine('b', vllm(2), false);
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: 2, saturated: false }]);
+      await store.reportEngine('b', { ...vllm(2), scraped_at: 99 }, false);
+      expect(await next()).toBe('unchanged');
+      await store.markDown('b');
+      await sleep(400);
+      await store.sweepLiveness();
+      expect(await next()).toEqual([
+        { instance_id: 'a', is_alive: false, qps_1m: null, waiting: null, saturated: false },
+        { instance_id: 'b', is_alive: false, qps_1m: 3, waiting: 2, saturated: false },
+      ]);
+      await store.heartbeat('b', {});
+      expect(await next()).toEqual([{ instance_id: 'b', is_alive: true, qps_1m: 3, waiting: 2, saturated: false }]);
+      await store.register(record('c'));
+      const afterRegister = await store.syncRegistry(cursor);
+      expect(afterRegister.kind === 'full' && afterRegister.instances.map((i) => [i.instance_id, i.is_alive])).toEqual([
+        ['a', false],
+        ['b', true],
+        ['c', true],
+      ]);
+      cursor = afterRegister.cursor;
+      expect(await next()).toBe('unchanged');
+      await store.remove('a');
+      const afterRemove = await store.syncRegistry(cursor);
+      expect(afterRemove.kind === 'full' && afterRemove.instances.map((i) => i.instance_id)).toEqual(['b', 'c']);
+    });
+
+    it('keeps working with Redis- and Lua-special characters in ids, models and proxy ids', async () => {
+      const model = 'm {x}:%ü ]]';
+      const ids = ['a {1}:%', 'b}{', 'c ü'];
+      for (const id of ids) await store.register(record(id, { models: [model] }));
+      const proxyId = 'p {q}:% ü@1';
+      const got: string[] = [];
+      for (const strategy of ['least_load', 'round_robin', 'random', 'power_of_two'] as const) {
+        const r = await store.acquire({ proxyId, model, strategy, exclude: ['b}{'] });
+        expect(r.kind).toBe('acquired');
+        if (r.kind === 'acquired') got.push(r.instance_id);
+      }
+      expect(got.every((id) => id !== 'b}{')).toBe(true);
+      expect(await store.release(proxyId, got[0])).toBeGreaterThanOrEqual(0);
+      await store.reconcile(proxyId, { [got[1]]: 1 });
+      expect((await store.getInstance(got[1]))?.inflight_by_proxy).toEqual({ [proxyId]: 1 });
+      expect(await store.markDown('c ü')).toBe('was_alive');
+      const sync = await store.syncRegistry(null);
+      expect(sync.kind === 'full' && sync.instances.map((i) => [i.instance_id, i.is_alive])).toEqual([
+        ['a {1}:%', true],
+        ['b}{', true],
+        ['c ü', false],
+      ]);
+      expect((await store.fleet()).instances.map((i) => i.instance_id)).toEqual(['a {1}:%', 'b}{', 'c ü']);
+      expect(await store.acquire({ proxyId, model: 'm {x}', strategy: 'least_load' })).toEqual({ kind: 'unknown_model' });
     });
 
     it('versions the registry snapshot on every change', async () => {

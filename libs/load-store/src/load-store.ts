@@ -1,6 +1,9 @@
 import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import type { Strategy } from '@switchyard/routing';
 
+/** How long a lease must stay expired, seen by two sweeps, before it is reaped: longer than a proxy's renewal interval (1 s) plus its command timeout. */
+export const REAP_GRACE_MS = 2000;
+
 export interface HeartbeatUpdate {
   qps_1m?: number;
   gpu_util?: number;
@@ -41,6 +44,31 @@ export interface LeaseRenewal {
    */
   controlPlaneAlive: boolean;
 }
+
+/** Where a proxy's copy of the registry stands: the registry version and the last liveness/engine change it has seen. */
+export interface RegistryCursor {
+  version: number;
+  changes: number;
+}
+
+/** What routing needs of an instance beyond its record, as of the read. */
+export interface InstanceLiveness {
+  instance_id: string;
+  is_alive: boolean;
+  qps_1m: number | null;
+  waiting: number | null;
+  saturated: boolean;
+}
+
+/**
+ * One registry sync: nothing when neither the registry nor any liveness or engine signal changed
+ * since the cursor (one small read); the instances whose liveness or engine signals changed when
+ * only those did; every record with its liveness when the registry itself changed (or no cursor).
+ */
+export type RegistrySync =
+  | { kind: 'unchanged'; cursor: RegistryCursor }
+  | { kind: 'changes'; cursor: RegistryCursor; changed: InstanceLiveness[] }
+  | { kind: 'full'; cursor: RegistryCursor; instances: (InstanceRecord & InstanceLiveness)[] };
 
 export interface RegisterResult {
   created: boolean;
@@ -86,6 +114,8 @@ export interface LoadStore {
   getInstance(instanceId: string): Promise<InstanceState | null>;
   listInstances(): Promise<InstanceState[]>;
   snapshot(): Promise<RegistrySnapshot>;
+  /** What changed since the cursor (null: everything); cost grows with what changed, never with proxies. */
+  syncRegistry(since: RegistryCursor | null): Promise<RegistrySync>;
 
   /** Selects an instance for the model and takes one in-flight slot on it, in one atomic step. */
   acquire(request: AcquireRequest): Promise<AcquireResult>;
@@ -98,7 +128,12 @@ export interface LoadStore {
   renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal>;
   /** Ends a proxy's lease now, removing its contributions at once. */
   dropLease(proxyId: string): Promise<void>;
-  /** Removes the contributions of every proxy whose lease has expired; returns their ids. */
+  /**
+   * Removes the contributions of every proxy whose lease had expired at an earlier sweep at least
+   * REAP_GRACE_MS ago and is still expired now (no renewal in between); returns their ids. A store
+   * that hung longer than a lease (SIGSTOP) therefore never reaps on the first sweep it serves:
+   * live proxies renew first.
+   */
   reapExpiredLeases(): Promise<string[]>;
   listProxies(): Promise<ProxyState[]>;
   /** Instances and proxies in one consistent read, so every contribution shown belongs to a proxy in the same list. */

@@ -1,6 +1,20 @@
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
+import {
+  AcquireRequest,
+  AcquireResult,
+  FleetState,
+  HeartbeatResult,
+  HeartbeatUpdate,
+  InstanceLiveness,
+  LeaseRenewal,
+  LoadStore,
+  MarkDownResult,
+  REAP_GRACE_MS,
+  RegisterResult,
+  RegistryCursor,
+  RegistrySync,
+} from './load-store';
 
 interface Entry {
   record: InstanceRecord;
@@ -22,12 +36,16 @@ interface Lease {
   info: ProxyInfo;
   expiresAt: number;
   lastSeen: number;
+  /** When a sweep first found it expired; cleared by a renewal. */
+  expiredSince?: number;
   contributions: Map<string, number>;
 }
 
 export interface MemoryLoadStoreOptions {
   now?: () => number;
   random?: () => number;
+  /** See REAP_GRACE_MS. */
+  reapGraceMs?: number;
 }
 
 /** Single-process store: the same semantics as RedisLoadStore, held in this process. */
@@ -36,13 +54,18 @@ export class MemoryLoadStore implements LoadStore {
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
   private version = 0;
+  /** Liveness and engine changes: a sequence number, and the last one of each instance. */
+  private changeSeq = 0;
+  private readonly changedAt = new Map<string, number>();
   private controlPlane: { holder: string; until: number; watch: number } | null = null;
   private readonly now: () => number;
   private readonly random: () => number;
+  private readonly reapGraceMs: number;
 
   constructor(options: MemoryLoadStoreOptions = {}) {
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
+    this.reapGraceMs = options.reapGraceMs ?? REAP_GRACE_MS;
   }
 
   async register(record: Omit<InstanceRecord, 'registered_at'>): Promise<RegisterResult> {
@@ -66,6 +89,7 @@ export class MemoryLoadStore implements LoadStore {
     entry.expiresAt = now + ttlMs(entry.record.ttl_s);
     entry.down = false;
     entry.watched = true;
+    if (!wasAlive || (update.qps_1m !== undefined && update.qps_1m !== entry.qps)) this.changed(instanceId);
     if (update.qps_1m !== undefined) entry.qps = update.qps_1m;
     if (update.gpu_util !== undefined) entry.gpu = update.gpu_util;
     return wasAlive ? 'alive' : 'revived';
@@ -74,6 +98,7 @@ export class MemoryLoadStore implements LoadStore {
   async reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean> {
     const entry = this.instances.get(instanceId);
     if (!entry) return false;
+    if (signals.waiting !== entry.engine.waiting || saturated !== entry.saturated) this.changed(instanceId);
     entry.engine = { ...signals };
     entry.saturated = saturated;
     return true;
@@ -83,6 +108,7 @@ export class MemoryLoadStore implements LoadStore {
     const entry = this.instances.get(instanceId);
     if (!entry) return 'unknown';
     const wasAlive = this.isAlive(entry, this.now());
+    if (wasAlive) this.changed(instanceId);
     entry.down = true;
     entry.watched = false;
     return wasAlive ? 'was_alive' : 'already_down';
@@ -95,6 +121,7 @@ export class MemoryLoadStore implements LoadStore {
       if (entry.watched && entry.expiresAt < at) {
         entry.watched = false;
         lapsed.push(entry.record.instance_id);
+        this.changed(entry.record.instance_id);
       }
     }
     return lapsed.sort();
@@ -112,6 +139,7 @@ export class MemoryLoadStore implements LoadStore {
 
   async remove(instanceId: string): Promise<boolean> {
     if (!this.instances.delete(instanceId)) return false;
+    this.changedAt.delete(instanceId);
     for (const lease of this.leases.values()) lease.contributions.delete(instanceId);
     this.version += 1;
     return true;
@@ -129,6 +157,24 @@ export class MemoryLoadStore implements LoadStore {
   async snapshot(): Promise<RegistrySnapshot> {
     const instances = [...this.instances.values()].map((e) => e.record).sort(byId);
     return { version: this.version, generated_at: this.now(), instances };
+  }
+
+  async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
+    const now = this.now();
+    const cursor = { version: this.version, changes: this.changeSeq };
+    const liveness = (e: Entry): InstanceLiveness => ({
+      instance_id: e.record.instance_id,
+      is_alive: this.isAlive(e, now),
+      qps_1m: e.qps,
+      waiting: e.engine.waiting,
+      saturated: e.saturated,
+    });
+    if (!since || since.version !== this.version || since.changes > this.changeSeq) {
+      return { kind: 'full', cursor, instances: [...this.instances.values()].map((e) => ({ ...e.record, ...liveness(e) })).sort(byId) };
+    }
+    if (since.changes === this.changeSeq) return { kind: 'unchanged', cursor };
+    const changed = [...this.changedAt].filter(([, seq]) => seq > since.changes).map(([id]) => this.instances.get(id));
+    return { kind: 'changes', cursor, changed: changed.filter((e): e is Entry => e !== undefined).map(liveness).sort(byId) };
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
@@ -192,6 +238,7 @@ export class MemoryLoadStore implements LoadStore {
     lease.info = { ...info };
     lease.expiresAt = now + ttl;
     lease.lastSeen = now;
+    lease.expiredSince = undefined;
     return { controlPlaneAlive: !this.controlPlane || this.controlPlane.until >= now };
   }
 
@@ -206,7 +253,9 @@ export class MemoryLoadStore implements LoadStore {
     const now = this.now();
     const reaped: string[] = [];
     for (const [proxyId, lease] of this.leases) {
-      if (lease.expiresAt < now) {
+      if (lease.expiresAt >= now) continue;
+      if (lease.expiredSince === undefined) lease.expiredSince = now;
+      else if (now - lease.expiredSince >= this.reapGraceMs) {
         this.subtract(lease);
         this.leases.delete(proxyId);
         reaped.push(proxyId);
@@ -284,6 +333,11 @@ export class MemoryLoadStore implements LoadStore {
       engine: { ...entry.engine },
       saturated: entry.saturated,
     };
+  }
+
+  private changed(instanceId: string): void {
+    this.changeSeq += 1;
+    this.changedAt.set(instanceId, this.changeSeq);
   }
 
   /** Liveness is judged now while the control plane claims, and freezes at its watch (last claim + one renewal) when it stops. */

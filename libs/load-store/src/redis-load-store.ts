@@ -1,18 +1,36 @@
-import Redis, { RedisOptions } from 'ioredis';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
-import type { AcquireRequest, AcquireResult, FleetState, HeartbeatResult, HeartbeatUpdate, LeaseRenewal, LoadStore, MarkDownResult, RegisterResult } from './load-store';
+import {
+  AcquireRequest,
+  AcquireResult,
+  FleetState,
+  HeartbeatResult,
+  HeartbeatUpdate,
+  InstanceLiveness,
+  LeaseRenewal,
+  LoadStore,
+  MarkDownResult,
+  REAP_GRACE_MS,
+  RegisterResult,
+  RegistryCursor,
+  RegistrySync,
+} from './load-store';
 import * as scripts from './redis-scripts';
 
 export interface RedisLoadStoreOptions {
   url: string;
-  /** Routing pool; every key carries it as the hash tag. */
+  /** Routing pool; every key carries it as the hash tag, so a pool is one hash slot of a Redis Cluster. */
   pool?: string;
+  /** url is a seed node of a Redis Cluster (ioredis Cluster); every script runs on the node serving the pool's slot. */
+  cluster?: boolean;
   /** Per-command timeout: short on the request path, long on the control plane. */
   commandTimeoutMs?: number;
   /** Queue commands while disconnected (control plane) or fail at once (proxies, which then route locally). */
   offlineQueue?: boolean;
   connectionName?: string;
   random?: () => number;
+  /** See REAP_GRACE_MS. */
+  reapGraceMs?: number;
 }
 
 type ScriptName =
@@ -30,6 +48,7 @@ type ScriptName =
   | 'syDropLease'
   | 'syReap'
   | 'syDump'
+  | 'sySync'
   | 'syInstance'
   | 'syEnsureMarker';
 type ScriptFn = (key: string, ...args: (string | number)[]) => Promise<unknown>;
@@ -49,6 +68,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   syDropLease: scripts.DROP_LEASE,
   syReap: scripts.REAP,
   syDump: scripts.DUMP,
+  sySync: scripts.SYNC,
   syEnsureMarker: scripts.ENSURE_MARKER,
   syInstance: scripts.INSTANCE,
 };
@@ -84,12 +104,13 @@ const DEFAULT_INFO = (proxyId: string): ProxyInfo => ({ proxy_id: proxyId, infli
 
 /** The shared store: ioredis with one Lua script per state change, so each change is atomic and one round trip. */
 export class RedisLoadStore implements LoadStore {
-  readonly redis: Redis;
+  readonly redis: Redis | Cluster;
   private readonly prefix: string;
   private readonly routingKey: string;
   /** Pub/sub channel on which a release that takes an instance below max_inflight publishes its id. */
   readonly capacityChannel: string;
   private readonly random: () => number;
+  private readonly reapGraceMs: number;
 
   constructor(options: RedisLoadStoreOptions) {
     const redisOptions: RedisOptions = {
@@ -100,13 +121,23 @@ export class RedisLoadStore implements LoadStore {
       lazyConnect: false,
       retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
     };
-    this.redis = new Redis(options.url, redisOptions);
+    if (options.cluster) {
+      const seed = new URL(options.url);
+      this.redis = new Redis.Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
+        redisOptions: { ...redisOptions, username: seed.username || undefined, password: seed.password || undefined },
+        enableOfflineQueue: redisOptions.enableOfflineQueue,
+        clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+      });
+    } else {
+      this.redis = new Redis(options.url, redisOptions);
+    }
     // Connection errors are surfaced through command failures and ping(); do not crash on the 'error' event.
     this.redis.on('error', () => undefined);
     this.prefix = `sy:{${options.pool ?? 'default'}}:`;
     this.routingKey = `${this.prefix}rec`;
     this.capacityChannel = `${this.prefix}freed`;
     this.random = options.random ?? Math.random;
+    this.reapGraceMs = options.reapGraceMs ?? REAP_GRACE_MS;
     for (const [name, lua] of Object.entries(SCRIPTS)) {
       this.redis.defineCommand(name, { numberOfKeys: 1, lua });
     }
@@ -185,6 +216,33 @@ export class RedisLoadStore implements LoadStore {
     };
   }
 
+  async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
+    const raw = (await this.run('sySync', since?.version ?? -1, since?.changes ?? -1)) as [[number, Field, number, number], string[]?, ...Field[][]];
+    const [[now, cpUntil, version, changes], ids = []] = raw;
+    const cursor = { version, changes };
+    if (raw.length === 1) return { kind: 'unchanged', cursor };
+    const full = since === null || since.version !== version || since.changes > changes;
+    const columns = raw.slice(full ? 4 : 2) as Field[][];
+    const at = judgedAt(now, cpUntil);
+    const liveness = ids.map((instance_id, i): InstanceLiveness => {
+      const [exp, down, qps, wait, sat] = scripts.SYNC_FIELDS.map((_, k) => columns[k][i]);
+      return {
+        instance_id,
+        is_alive: down == null && exp != null && Number(exp) >= at,
+        qps_1m: qps == null ? null : Number(qps),
+        waiting: wait == null ? null : Number(wait),
+        saturated: sat != null,
+      };
+    });
+    const byId = (a: { instance_id: string }, b: { instance_id: string }) => (a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0);
+    if (!full) return { kind: 'changes', cursor, changed: liveness.sort(byId) };
+    const [recs, regs] = [raw[2], raw[3]] as Field[][];
+    const instances = liveness
+      .map((l, i) => ({ ...(JSON.parse(recs[i] as string) as Omit<InstanceRecord, 'registered_at'>), registered_at: Number(regs[i]), ...l }))
+      .sort(byId);
+    return { kind: 'full', cursor, instances };
+  }
+
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const r = (await this.run(
       'syAcquire',
@@ -227,7 +285,7 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async reapExpiredLeases(): Promise<string[]> {
-    return ((await this.run('syReap')) as string[]).sort();
+    return ((await this.run('syReap', this.reapGraceMs)) as string[]).sort();
   }
 
   async listProxies(): Promise<ProxyState[]> {
@@ -267,6 +325,8 @@ export class RedisLoadStore implements LoadStore {
     for (const entry of raw.slice(7 + nf) as [string, string[]][]) {
       const [proxyId, flat] = entry;
       for (let i = 0; i < flat.length; i += 2) {
+        // A release leaves a contribution that reaches 0 in place (see RELEASE).
+        if (Number(flat[i + 1]) <= 0) continue;
         const map = byInstance.get(flat[i]) ?? {};
         map[proxyId] = Number(flat[i + 1]);
         byInstance.set(flat[i], map);

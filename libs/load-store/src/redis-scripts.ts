@@ -10,10 +10,10 @@
  *   numbers are big-endian doubles (non-negative, so their bytes order as the numbers do):
  *   the lowest member is least_load's answer, and its ties share its 25-byte prefix.
  * - `ix:<model>`: sat .. id, for round_robin, random and power_of_two by rank.
- * Instances at max_inflight wait in the set `fl:<model>`. `ixs` keeps each instance's
- * place ('F' when full, its prefix when open, absent when out) so it can be moved in
- * O(log N); `im:<id>` lists its models. An instance whose ttl lapsed leaves the sets when
- * the control plane sweeps, or lazily when a selection lands on it.
+ * Instances at max_inflight wait in the set `fl:<model>`. An instance whose ttl lapsed leaves
+ * the sets when the control plane sweeps, or lazily when a selection lands on it.
+ * `hot` packs, per instance, everything the request path needs into one value (see HOT), so an
+ * acquire and a release each read one field per instance; the other hashes serve the reads.
  */
 
 const NOW = `
@@ -41,34 +41,44 @@ local function alive_at(p, id, at)
 end
 `;
 
-/** The selection index (see the header): where an instance belongs, and moving it there. */
-const INDEX = `${JUDGED_AT}
+/**
+ * What the request path needs: reading an instance's hot field, its ld prefix, and moving it in
+ * the sets. The hot field holds the instance's request-path fields in one value:
+ * pack('>ddd', weight, max_inflight or -1, expiry ms) .. sat ('0'/'1') .. pack('>dd', waiting, qps_1m / weight)
+ * .. pack('>H', #url) .. url .. (pack('>H', #model) .. model)...
+ * Bytes 25..41 are the tail of the instance's ld member; its load part is computed from in-flight.
+ */
+const HOT = `
 local function num(x)
   -- -0 and NaN would break the byte order of packed doubles.
   if x ~= x or x <= 0 then return 0 end
   return x
 end
-local function open_prefix(sat, load, waiting, qps)
-  return sat .. struct.pack('>ddd', num(load), num(waiting), num(qps))
+local function hot_of(p, id)
+  local raw = redis.call('HGET', p .. 'hot', id)
+  if not raw then return nil end
+  local w, mx, exp = struct.unpack('>ddd', raw)
+  local waiting, qps = struct.unpack('>dd', raw, 26)
+  local h = { w = w, exp = exp, sat = string.sub(raw, 25, 25), waiting = waiting, qps = qps, tail = string.sub(raw, 26, 41), models = {} }
+  if mx >= 0 then h.max = mx end
+  local ulen, pos = struct.unpack('>H', raw, 42)
+  h.url = string.sub(raw, pos, pos + ulen - 1)
+  pos = pos + ulen
+  while pos <= #raw do
+    local len, from = struct.unpack('>H', raw, pos)
+    h.models[#h.models + 1] = string.sub(raw, from, from + len - 1)
+    pos = from + len
+  end
+  return h
 end
--- 'F' (full), the open prefix, or false (not alive: out of selection).
-local function desired(p, id, at)
-  if not alive_at(p, id, at) then return false end
-  local n = tonumber(redis.call('HGET', p .. 'inflight', id) or '0') or 0
-  local mx = tonumber(redis.call('HGET', p .. 'max', id) or '')
-  if mx and n >= mx then return 'F' end
-  local w = tonumber(redis.call('HGET', p .. 'w', id) or '1') or 1
-  local sat = '0'
-  if redis.call('HEXISTS', p .. 'sat', id) == 1 then sat = '1' end
-  local waiting = tonumber(redis.call('HGET', p .. 'wait', id) or '0') or 0
-  local qps = tonumber(redis.call('HGET', p .. 'qps', id) or '0') or 0
-  return open_prefix(sat, n / w, waiting, num(qps) / w)
+local function prefix_at(h, n)
+  return h.sat .. struct.pack('>d', num(n / h.w)) .. h.tail
 end
-local function place(p, id, new)
-  local old = redis.call('HGET', p .. 'ixs', id)
+-- Moves an instance from old to new ('F', an ld prefix, or false: out) in the sets of each of its models.
+local function place(p, id, h, old, new)
   if old == new then return end
   local same_ix = old and new and old ~= 'F' and new ~= 'F' and string.sub(old, 1, 1) == string.sub(new, 1, 1)
-  for _, m in ipairs(redis.call('SMEMBERS', p .. 'im:' .. id)) do
+  for _, m in ipairs(h.models) do
     if old == 'F' then
       redis.call('SREM', p .. 'fl:' .. m, id)
     elseif old then
@@ -82,27 +92,68 @@ local function place(p, id, new)
       if not same_ix then redis.call('ZADD', p .. 'ix:' .. m, 0, string.sub(new, 1, 1) .. id) end
     end
   end
-  if new then redis.call('HSET', p .. 'ixs', id, new) else redis.call('HDEL', p .. 'ixs', id) end
-end
-local function reindex(p, id, at)
-  place(p, id, desired(p, id, at))
-end
--- After an in-flight change of an open or full instance: only the load part moves.
-local function moved(p, id, old, n)
-  local mx = tonumber(redis.call('HGET', p .. 'max', id) or '')
-  if mx and n >= mx then return 'F' end
-  if old == 'F' then return nil end
-  local w = tonumber(redis.call('HGET', p .. 'w', id) or '1') or 1
-  return string.sub(old, 1, 1) .. struct.pack('>d', num(n / w)) .. string.sub(old, 10)
 end
 `;
+
+/**
+ * Writes an instance's hot field. Kept apart from HOT: the request path only reads it, and every
+ * function a script defines is built again on each call.
+ */
+const HOT_WRITE = `
+local function put_hot(p, id, h)
+  local parts = { struct.pack('>ddd', h.w, h.max or -1, h.exp), h.sat, struct.pack('>dd', num(h.waiting), num(h.qps)), struct.pack('>H', #h.url), h.url }
+  for _, m in ipairs(h.models) do parts[#parts + 1] = struct.pack('>H', #m) .. m end
+  redis.call('HSET', p .. 'hot', id, table.concat(parts))
+end
+`;
+
+/** A liveness or engine change proxies should hear about at their next registry sync (see SYNC). */
+const CHANGED = `
+local function changed(p, id)
+  redis.call('ZADD', p .. 'chg', redis.call('INCR', p .. 'chgseq'), id)
+end
+`;
+
+/** Where an instance is in the selection index (see the header) and where it belongs. */
+const LOCATE = `
+local function inflight_of(p, id)
+  return tonumber(redis.call('HGET', p .. 'inflight', id) or '0') or 0
+end
+-- 'F' (full), the ld prefix, or false (not alive: out of selection) for n in flight.
+local function desired(p, id, h, n, at)
+  if redis.call('HEXISTS', p .. 'down', id) == 1 or h.exp < at then return false end
+  if h.max and n >= h.max then return 'F' end
+  return prefix_at(h, n)
+end
+-- Where it is now, given the fields its place was computed from: in one model's sets is in all.
+local function located(p, id, h, n)
+  local m = h.models[1]
+  if not m then return false end
+  local pre = prefix_at(h, n)
+  if redis.call('ZSCORE', p .. 'ld:' .. m, pre .. id) then return pre end
+  if redis.call('SISMEMBER', p .. 'fl:' .. m, id) == 1 then return 'F' end
+  return false
+end
+-- Out of selection (marked down, ttl lapsed, removed, re-registered).
+local function unplace(p, id)
+  local h = hot_of(p, id)
+  if h then place(p, id, h, located(p, id, h, inflight_of(p, id)), false) end
+end
+-- A change to h (engine signals, qps, expiry) or to in-flight (from n_before to n_after): moves it.
+local function replace(p, id, old_h, new_h, n_before, n_after, at)
+  place(p, id, new_h, located(p, id, old_h, n_before), desired(p, id, new_h, n_after, at))
+end
+`;
+
+/** Everything a script that changes an instance's state may need. */
+const INDEX = `${JUDGED_AT}${HOT}${HOT_WRITE}${CHANGED}${LOCATE}`;
 
 /** ARGV: prefix, id, record JSON, url, weight, max_inflight ('' = none), ttl_ms, models JSON. Returns 1 when created. */
 export const REGISTER = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
 local now = now_ms()
 local created = 0
-place(p, id, false)
+unplace(p, id)
 local old = redis.call('HGET', p .. 'models', id)
 if old then
   for _, m in ipairs(cjson.decode(old)) do redis.call('SREM', p .. 'model:' .. m, id) end
@@ -111,22 +162,21 @@ else
   redis.call('HSET', p .. 'reg', id, now)
   redis.call('HSET', p .. 'inflight', id, 0)
 end
-redis.call('DEL', p .. 'im:' .. id)
+local h = hot_of(p, id) or { sat = '0', waiting = 0, qps = 0 }
+local qps = tonumber(redis.call('HGET', p .. 'qps', id) or '0') or 0
+h.w, h.max, h.exp, h.url, h.models = tonumber(ARGV[5]), tonumber(ARGV[6]), now + tonumber(ARGV[7]), ARGV[4], cjson.decode(ARGV[8])
+h.qps = num(qps) / h.w
+put_hot(p, id, h)
+h = hot_of(p, id)
 redis.call('HSET', p .. 'rec', id, ARGV[3])
-redis.call('HSET', p .. 'url', id, ARGV[4])
-redis.call('HSET', p .. 'w', id, ARGV[5])
-if ARGV[6] == '' then redis.call('HDEL', p .. 'max', id) else redis.call('HSET', p .. 'max', id, ARGV[6]) end
 redis.call('HSET', p .. 'ttl', id, ARGV[7])
 redis.call('HSET', p .. 'models', id, ARGV[8])
-for _, m in ipairs(cjson.decode(ARGV[8])) do
-  redis.call('SADD', p .. 'model:' .. m, id)
-  redis.call('SADD', p .. 'im:' .. id, m)
-end
+for _, m in ipairs(h.models) do redis.call('SADD', p .. 'model:' .. m, id) end
 redis.call('HSET', p .. 'seen', id, now)
-redis.call('HSET', p .. 'exp', id, now + tonumber(ARGV[7]))
+redis.call('HSET', p .. 'exp', id, h.exp)
 redis.call('HDEL', p .. 'down', id)
-redis.call('ZADD', p .. 'live', now + tonumber(ARGV[7]), id)
-reindex(p, id, judged_at(p, now))
+redis.call('ZADD', p .. 'live', h.exp, id)
+place(p, id, h, false, desired(p, id, h, inflight_of(p, id), judged_at(p, now)))
 redis.call('INCR', p .. 'ver')
 return created
 `;
@@ -137,18 +187,28 @@ return created
  */
 export const HEARTBEAT = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
+local h = hot_of(p, id)
 local ttl = redis.call('HGET', p .. 'ttl', id)
-if not ttl then return 0 end
+if not h or not ttl then return 0 end
 local now = now_ms()
 local at = judged_at(p, now)
 local was = alive_at(p, id, at)
+local n = inflight_of(p, id)
+local old = located(p, id, h, n)
+h.exp = now + tonumber(ttl)
 redis.call('HSET', p .. 'seen', id, now)
-redis.call('HSET', p .. 'exp', id, now + tonumber(ttl))
+redis.call('HSET', p .. 'exp', id, h.exp)
 redis.call('HDEL', p .. 'down', id)
-redis.call('ZADD', p .. 'live', now + tonumber(ttl), id)
-if ARGV[3] ~= '' then redis.call('HSET', p .. 'qps', id, ARGV[3]) end
+redis.call('ZADD', p .. 'live', h.exp, id)
+if not was or (ARGV[3] ~= '' and ARGV[3] ~= redis.call('HGET', p .. 'qps', id)) then changed(p, id) end
+if ARGV[3] ~= '' then
+  redis.call('HSET', p .. 'qps', id, ARGV[3])
+  h.qps = num(tonumber(ARGV[3]) or 0) / h.w
+end
 if ARGV[4] ~= '' then redis.call('HSET', p .. 'gpu', id, ARGV[4]) end
-reindex(p, id, at)
+put_hot(p, id, h)
+h = hot_of(p, id)
+place(p, id, h, old, desired(p, id, h, n, at))
 if was then return 1 end
 return 2
 `;
@@ -159,11 +219,20 @@ return 2
  */
 export const REPORT_ENGINE = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
-if redis.call('HEXISTS', p .. 'rec', id) == 0 then return 0 end
+local h = hot_of(p, id)
+if not h then return 0 end
+local n = inflight_of(p, id)
+local old = located(p, id, h, n)
+if ARGV[4] ~= (redis.call('HGET', p .. 'wait', id) or '') or ARGV[5] ~= h.sat then changed(p, id) end
 redis.call('HSET', p .. 'eng', id, ARGV[3])
 if ARGV[4] == '' then redis.call('HDEL', p .. 'wait', id) else redis.call('HSET', p .. 'wait', id, ARGV[4]) end
 if ARGV[5] == '1' then redis.call('HSET', p .. 'sat', id, 1) else redis.call('HDEL', p .. 'sat', id) end
-reindex(p, id, judged_at(p, now_ms()))
+h.waiting = tonumber(ARGV[4]) or 0
+h.sat = '0'
+if ARGV[5] == '1' then h.sat = '1' end
+put_hot(p, id, h)
+h = hot_of(p, id)
+place(p, id, h, old, desired(p, id, h, n, judged_at(p, now_ms())))
 return 1
 `;
 
@@ -172,9 +241,10 @@ export const MARK_DOWN = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
 if redis.call('HEXISTS', p .. 'rec', id) == 0 then return 0 end
 local was = alive_at(p, id, judged_at(p, now_ms()))
+if was then changed(p, id) end
 redis.call('HSET', p .. 'down', id, 1)
 redis.call('ZREM', p .. 'live', id)
-place(p, id, false)
+unplace(p, id)
 if was then return 1 end
 return 2
 `;
@@ -186,7 +256,8 @@ local at = judged_at(p, now_ms())
 local lapsed = redis.call('ZRANGEBYSCORE', p .. 'live', '-inf', '(' .. at)
 for _, id in ipairs(lapsed) do
   redis.call('ZREM', p .. 'live', id)
-  place(p, id, false)
+  unplace(p, id)
+  changed(p, id)
 end
 return lapsed
 `;
@@ -197,7 +268,7 @@ return lapsed
  * every expiry on by the gap: time with no control plane counts against no one (O(instances), rare).
  * Who is in the selection index does not change: alive at the lapse is alive after the move.
  */
-export const CLAIM_CONTROL_PLANE = `${NOW}
+export const CLAIM_CONTROL_PLANE = `${NOW}${HOT}${HOT_WRITE}
 local p, replica = ARGV[1], ARGV[2]
 local now = now_ms()
 local holder = redis.call('HGET', p .. 'cp', 'holder')
@@ -207,9 +278,14 @@ if u and u < now then
   local gap = math.max(0, now - tonumber(redis.call('HGET', p .. 'cp', 'watch') or u))
   local flat = redis.call('HGETALL', p .. 'exp')
   for i = 1, #flat, 2 do
-    local e = tonumber(flat[i + 1]) + gap
-    redis.call('HSET', p .. 'exp', flat[i], e)
-    if redis.call('ZSCORE', p .. 'live', flat[i]) then redis.call('ZADD', p .. 'live', e, flat[i]) end
+    local id, e = flat[i], tonumber(flat[i + 1]) + gap
+    redis.call('HSET', p .. 'exp', id, e)
+    if redis.call('ZSCORE', p .. 'live', id) then redis.call('ZADD', p .. 'live', e, id) end
+    local h = hot_of(p, id)
+    if h then
+      h.exp = e
+      put_hot(p, id, h)
+    end
   end
 end
 redis.call('HSET', p .. 'cp', 'holder', replica, 'until', now + tonumber(ARGV[3]), 'watch', now + tonumber(ARGV[4]))
@@ -221,13 +297,13 @@ export const REMOVE = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]
 local models = redis.call('HGET', p .. 'models', id)
 if not models then return 0 end
-place(p, id, false)
+unplace(p, id)
 for _, m in ipairs(cjson.decode(models)) do redis.call('SREM', p .. 'model:' .. m, id) end
-for _, h in ipairs({'rec', 'url', 'w', 'max', 'ttl', 'models', 'seen', 'exp', 'qps', 'gpu', 'reg', 'inflight', 'eng', 'wait', 'sat', 'down', 'ixs'}) do
+for _, h in ipairs({'rec', 'hot', 'ttl', 'models', 'seen', 'exp', 'qps', 'gpu', 'reg', 'inflight', 'eng', 'wait', 'sat', 'down'}) do
   redis.call('HDEL', p .. h, id)
 end
-redis.call('DEL', p .. 'im:' .. id)
 redis.call('ZREM', p .. 'live', id)
+redis.call('ZREM', p .. 'chg', id)
 for _, proxy in ipairs(redis.call('ZRANGE', p .. 'leases', 0, -1)) do
   redis.call('HDEL', p .. 'contrib:' .. proxy, id)
 end
@@ -241,7 +317,7 @@ return 1
  * Returns {1, id, url, inflight} or {code}: 0 unknown model, -1 none alive, -2 all full.
  * The pick is libs/routing pick() over the alive instances; the store contract suite holds both to the same picks.
  */
-export const ACQUIRE = `${NOW}${INDEX}
+export const ACQUIRE = `${NOW}${JUDGED_AT}${HOT}${LOCATE}
 local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
 local now = now_ms()
@@ -257,11 +333,13 @@ local function after(s)
   while string.byte(s, i) == 255 do i = i - 1 end
   return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1)
 end
--- The k-th (0-based) member of key among the run of members starting with run, skipping excluded
--- ids (whose members are member_of(id)); nil when the run holds no one else. Ranks, so O(log N) each.
-local function kth(key, run, k_of, member_of)
+-- The member of key at index k_of(n) (0-based) of the run of members starting with run, skipping
+-- excluded ids (whose members are member_of(id)), where n is how many the run holds besides them;
+-- nil when none. r0, the run's first rank, is counted when not known.
+-- Returns the member, n and the run's whole size. Ranks and lex counts: O(log N) each.
+local function kth(key, run, k_of, member_of, r0)
   local total = redis.call('ZLEXCOUNT', key, '[' .. run, '(' .. after(run))
-  local r0 = redis.call('ZLEXCOUNT', key, '-', '(' .. run)
+  if not r0 then r0 = redis.call('ZLEXCOUNT', key, '-', '(' .. run) end
   local skips = {}
   if nex > 0 then
     for id, _ in pairs(excluded) do
@@ -274,40 +352,37 @@ local function kth(key, run, k_of, member_of)
     table.sort(skips)
   end
   local n = total - #skips
-  if n <= 0 then return nil, 0 end
+  if n <= 0 then return nil, 0, total end
   local target = r0 + k_of(n)
   for _, r in ipairs(skips) do if r <= target then target = target + 1 end end
-  return redis.call('ZRANGE', key, target, target)[1], n
+  return redis.call('ZRANGE', key, target, target)[1], n, total
 end
 local function ld_member(id)
-  local s = redis.call('HGET', p .. 'ixs', id)
-  if s and s ~= 'F' then return s .. id end
+  local h = hot_of(p, id)
+  if h then return prefix_at(h, inflight_of(p, id)) .. id end
   return nil
 end
 local function ix_member(id)
-  local s = redis.call('HGET', p .. 'ixs', id)
-  if s and s ~= 'F' then return string.sub(s, 1, 1) .. id end
+  local h = hot_of(p, id)
+  if h then return h.sat .. id end
   return nil
 end
--- Lazily drops an instance whose ttl lapsed (the sweep reports it); true when it may be picked.
+-- Lazily drops an instance whose ttl lapsed (the sweep reports it); its fields when it may be picked.
 local function fresh(id)
-  local e = tonumber(redis.call('HGET', p .. 'exp', id) or '')
-  if e and e >= at then return true end
-  place(p, id, false)
-  return false
+  local h = hot_of(p, id)
+  if h and h.exp >= at then return h end
+  unplace(p, id)
+  return nil
 end
-local function load_of(id)
-  return (tonumber(redis.call('HGET', p .. 'inflight', id) or '0') or 0) / (tonumber(redis.call('HGET', p .. 'w', id) or '1') or 1)
-end
--- The saturation guard: the unsaturated run ('0') when it has anyone left, else the saturated one ('1').
+-- The saturation guard: the unsaturated run ('0', first in the set) when it has anyone left, else the saturated one ('1').
 local function ix_pick(k_of)
-  local m, n = kth(ix, '0', k_of, ix_member)
-  if not m then m, n = kth(ix, '1', k_of, ix_member) end
+  local m, n, total = kth(ix, '0', k_of, ix_member, 0)
+  if not m then m, n = kth(ix, '1', k_of, ix_member, total) end
   return m, n
 end
 
 local ticket = redis.call('HINCRBY', p .. 'rr', model, 1) - 1
-local chosen
+local chosen, h
 while not chosen do
   if strategy == 'least_load' then
     local first
@@ -318,27 +393,32 @@ while not chosen do
       end
     end
     if not first then break end
-    local m = kth(ld, string.sub(first, 1, 25), function(n) return ticket % n end, ld_member)
+    -- With nothing excluded the lowest member opens the run at rank 0.
+    local r0
+    if nex == 0 then r0 = 0 end
+    local m = kth(ld, string.sub(first, 1, 25), function(n) return ticket % n end, ld_member, r0)
     local id = string.sub(m, 26)
-    if fresh(id) then chosen = id end
+    h = fresh(id)
+    if h then chosen = id end
   elseif strategy == 'power_of_two' then
     local m, n = ix_pick(function(n) return math.floor(tonumber(ARGV[5]) * n) end)
     if not m then break end
     local ida = string.sub(m, 2)
     if n == 1 then
-      if fresh(ida) then chosen = ida end
+      h = fresh(ida)
+      if h then chosen = ida end
     else
       local ia = math.floor(tonumber(ARGV[5]) * n)
       local mb = kth(ix, string.sub(m, 1, 1), function(k)
         local b = math.floor(tonumber(ARGV[6]) * (k - 1))
         if b >= ia then b = b + 1 end
         return b
-      end, ix_member)
+      end, ix_member, string.sub(m, 1, 1) == '0' and 0 or nil)
       local idb = string.sub(mb, 2)
-      local fa, fb = fresh(ida), fresh(idb)
-      if fa and fb then
-        chosen = ida
-        if load_of(idb) < load_of(ida) then chosen = idb end
+      local ha, hb = fresh(ida), fresh(idb)
+      if ha and hb then
+        chosen, h = ida, ha
+        if inflight_of(p, idb) / hb.w < inflight_of(p, ida) / ha.w then chosen, h = idb, hb end
       end
     end
   else
@@ -348,7 +428,8 @@ while not chosen do
     end)
     if not m then break end
     local id = string.sub(m, 2)
-    if fresh(id) then chosen = id end
+    h = fresh(id)
+    if h then chosen = id end
   end
 end
 
@@ -361,48 +442,72 @@ if not chosen then
   return {-1}
 end
 local count = redis.call('HINCRBY', p .. 'inflight', chosen, 1)
-place(p, chosen, moved(p, chosen, redis.call('HGET', p .. 'ixs', chosen), count))
+local new = prefix_at(h, count)
+if h.max and count >= h.max then new = 'F' end
+place(p, chosen, h, prefix_at(h, count - 1), new)
 redis.call('HINCRBY', p .. 'contrib:' .. proxy, chosen, 1)
 redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
-return {1, chosen, redis.call('HGET', p .. 'url', chosen), count}
+return {1, chosen, h.url, count}
 `;
 
-/** ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there. Publishes the id on `freed` when it leaves max_inflight. */
-export const RELEASE = `${NOW}${INDEX}
+/**
+ * ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there.
+ * Publishes the id on \`freed\` when it leaves max_inflight. A contribution that reaches 0 stays as 0
+ * (one write less per release); the reads leave zeros out and reconcile rewrites the hash.
+ */
+export const RELEASE = `${HOT}
 local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
 local key = p .. 'contrib:' .. proxy
-local held = tonumber(redis.call('HGET', key, id) or '0')
-if held <= 0 then return -1 end
-if held == 1 then redis.call('HDEL', key, id) else redis.call('HINCRBY', key, id, -1) end
-if redis.call('HEXISTS', p .. 'rec', id) == 0 then return -1 end
+if redis.call('HINCRBY', key, id, -1) < 0 then
+  redis.call('HDEL', key, id)
+  return -1
+end
+local h = hot_of(p, id)
+if not h then return -1 end
 local count = redis.call('HINCRBY', p .. 'inflight', id, -1)
 if count < 0 then
+  -- The count was already 0: nothing to move; keep it at 0.
   redis.call('HSET', p .. 'inflight', id, 0)
-  count = 0
+  return 0
 end
-local old = redis.call('HGET', p .. 'ixs', id)
-if old then
-  local new = moved(p, id, old, count)
-  if new == nil then new = desired(p, id, judged_at(p, now_ms())) end
-  place(p, id, new)
+-- Open: its load part moves. Full: back into the open sets. Out (not alive): stays out.
+-- Where it was is learnt from removing it from the first model's set, then the others follow.
+local new = prefix_at(h, count)
+if h.max and count >= h.max then new = 'F' end
+local m1 = h.models[1]
+if m1 and not (h.max and count + 1 >= h.max) then
+  local old = prefix_at(h, count + 1)
+  if redis.call('ZREM', p .. 'ld:' .. m1, old .. id) == 1 then
+    redis.call('ZADD', p .. 'ld:' .. m1, 0, new .. id)
+    for i = 2, #h.models do
+      redis.call('ZREM', p .. 'ld:' .. h.models[i], old .. id)
+      redis.call('ZADD', p .. 'ld:' .. h.models[i], 0, new .. id)
+    end
+  end
+elseif m1 and redis.call('SISMEMBER', p .. 'fl:' .. m1, id) == 1 then
+  place(p, id, h, 'F', new)
 end
 -- An instance just dropped below its max_inflight: proxies with queued requests hear it.
-local mx = redis.call('HGET', p .. 'max', id)
-if mx and count == tonumber(mx) - 1 then redis.call('PUBLISH', p .. 'freed', id) end
+if h.max and count == h.max - 1 then redis.call('PUBLISH', p .. 'freed', id) end
 return count
 `;
 
-/** Takes a proxy's contributions out of the counts (and the index); needs INDEX and judged_at's \`at\`. */
+/** Takes a proxy's contributions out of the counts (and moves the instances in the index). */
 const SUBTRACT = `
 local function subtract(p, proxy, at)
   local key = p .. 'contrib:' .. proxy
   local flat = redis.call('HGETALL', key)
   for i = 1, #flat, 2 do
-    local id = flat[i]
-    if redis.call('HEXISTS', p .. 'rec', id) == 1 then
-      local count = redis.call('HINCRBY', p .. 'inflight', id, -tonumber(flat[i + 1]))
-      if count < 0 then redis.call('HSET', p .. 'inflight', id, 0) end
-      reindex(p, id, at)
+    local id, held = flat[i], tonumber(flat[i + 1])
+    local h = hot_of(p, id)
+    if h and held > 0 then
+      local before = inflight_of(p, id)
+      local count = redis.call('HINCRBY', p .. 'inflight', id, -held)
+      if count < 0 then
+        redis.call('HSET', p .. 'inflight', id, 0)
+        count = 0
+      end
+      replace(p, id, h, h, before, count, at)
     end
   end
   redis.call('DEL', key)
@@ -422,12 +527,17 @@ redis.call('DEL', key)
 local now = now_ms()
 local at = judged_at(p, now)
 for id, old in pairs(have) do
-  if redis.call('HEXISTS', p .. 'rec', id) == 1 then
+  local h = hot_of(p, id)
+  if h then
     local new = math.max(0, math.floor(tonumber(want[id]) or 0))
     if new ~= old then
+      local before = inflight_of(p, id)
       local count = redis.call('HINCRBY', p .. 'inflight', id, new - old)
-      if count < 0 then redis.call('HSET', p .. 'inflight', id, 0) end
-      reindex(p, id, at)
+      if count < 0 then
+        redis.call('HSET', p .. 'inflight', id, 0)
+        count = 0
+      end
+      replace(p, id, h, h, before, count, at)
     end
     if new > 0 then redis.call('HSET', key, id, new) end
   end
@@ -443,6 +553,7 @@ local now = now_ms()
 redis.call('ZADD', p .. 'leases', now + tonumber(ARGV[3]), proxy)
 redis.call('HSET', p .. 'lease_info', proxy, ARGV[4])
 redis.call('HSET', p .. 'lease_seen', proxy, now)
+redis.call('HDEL', p .. 'lease_expired', proxy)
 local u = tonumber(redis.call('HGET', p .. 'cp', 'until') or '')
 if u and u < now then return 0 end
 return 1
@@ -455,22 +566,72 @@ subtract(p, proxy, judged_at(p, now_ms()))
 redis.call('ZREM', p .. 'leases', proxy)
 redis.call('HDEL', p .. 'lease_info', proxy)
 redis.call('HDEL', p .. 'lease_seen', proxy)
+redis.call('HDEL', p .. 'lease_expired', proxy)
 return 1
 `;
 
-/** ARGV: prefix. Returns the reaped proxy ids. */
+/**
+ * ARGV: prefix, grace_ms. Returns the reaped proxy ids. A lease is reaped only when an earlier sweep,
+ * at least grace_ms ago, already found it expired and no renewal came since (a renewal clears
+ * \`lease_expired\`): after Redis hung longer than a lease, the first sweep it runs only takes note,
+ * and every live proxy renews before the next one can reap.
+ */
 export const REAP = `${NOW}${INDEX}${SUBTRACT}
-local p = ARGV[1]
+local p, grace = ARGV[1], tonumber(ARGV[2])
 local now = now_ms()
 local at = judged_at(p, now)
-local expired = redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' .. now)
-for _, proxy in ipairs(expired) do
-  subtract(p, proxy, at)
-  redis.call('ZREM', p .. 'leases', proxy)
-  redis.call('HDEL', p .. 'lease_info', proxy)
-  redis.call('HDEL', p .. 'lease_seen', proxy)
+local reaped = {}
+for _, proxy in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' .. now)) do
+  local since = tonumber(redis.call('HGET', p .. 'lease_expired', proxy) or '')
+  if not since then
+    redis.call('HSET', p .. 'lease_expired', proxy, now)
+  elseif now - since >= grace then
+    subtract(p, proxy, at)
+    redis.call('ZREM', p .. 'leases', proxy)
+    redis.call('HDEL', p .. 'lease_info', proxy)
+    redis.call('HDEL', p .. 'lease_seen', proxy)
+    redis.call('HDEL', p .. 'lease_expired', proxy)
+    reaped[#reaped + 1] = proxy
+  end
 end
-return expired
+return reaped
+`;
+
+/** Per-instance hashes a registry sync returns, in this order (preceded by rec and reg in a full one). */
+export const SYNC_FIELDS = ['exp', 'down', 'qps', 'wait', 'sat'] as const;
+
+/**
+ * ARGV: prefix, version, changes (the caller's cursor; -1 -1 for none).
+ * Returns {{now, cp_until, version, changes}} when nothing changed since the cursor: one small read.
+ * Otherwise {head, ids, [rec, reg when full,] ...SYNC_FIELDS values for those ids}: every instance when the
+ * version moved, else only those whose liveness or engine signals changed after the cursor.
+ */
+export const SYNC = `${NOW}
+local p = ARGV[1]
+local ver = tonumber(redis.call('GET', p .. 'ver') or '0')
+local seq = tonumber(redis.call('GET', p .. 'chgseq') or '0')
+local head = { now_ms(), redis.call('HGET', p .. 'cp', 'until'), ver, seq }
+-- A change counter behind the caller's means a new (emptied) Redis: start over.
+local full = tonumber(ARGV[2]) ~= ver or tonumber(ARGV[3]) > seq
+if not full and tonumber(ARGV[3]) == seq then return { head } end
+local ids
+if full then ids = redis.call('HKEYS', p .. 'rec') else ids = redis.call('ZRANGEBYSCORE', p .. 'chg', '(' .. ARGV[3], '+inf') end
+local out = { head, ids }
+local fields = { ${SYNC_FIELDS.map((f) => `'${f}'`).join(', ')} }
+if full then
+  table.insert(fields, 1, 'reg')
+  table.insert(fields, 1, 'rec')
+end
+for _, f in ipairs(fields) do
+  local values = {}
+  -- In slices: unpack has a stack limit.
+  for i = 1, #ids, 500 do
+    local got = redis.call('HMGET', p .. f, unpack(ids, i, math.min(i + 499, #ids)))
+    for _, v in ipairs(got) do values[#values + 1] = v end
+  end
+  out[#out + 1] = values
+end
+return out
 `;
 
 /** Per-instance hashes the reads return, in this order. */
@@ -512,7 +673,7 @@ end
 local by = {}
 for _, proxy in ipairs(redis.call('ZRANGE', p .. 'leases', 0, -1)) do
   local n = redis.call('HGET', p .. 'contrib:' .. proxy, id)
-  if n then
+  if n and tonumber(n) > 0 then
     by[#by + 1] = proxy
     by[#by + 1] = n
   end

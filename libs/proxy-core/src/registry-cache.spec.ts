@@ -44,4 +44,34 @@ describe('RegistryCache', () => {
     // Unknown load is unknown, not zero.
     expect(c[0].qps_1m).toBeNull();
   });
+
+  it('pulls only what changed: liveness and engine signals patch the cached instances without reading the pool', async () => {
+    const store = new MemoryLoadStore();
+    await store.register(rec('a', ['m']));
+    await store.register(rec('b', ['m']));
+    const cache = new RegistryCache(store);
+    await cache.pull();
+    const sync = jest.spyOn(store, 'syncRegistry');
+    const dump = jest.spyOn(store, 'listInstances');
+    await store.markDown('a');
+    await store.reportEngine('b', { engine: 'vllm', running: 2, waiting: 4, kv_cache_usage: 0.99, scraped_at: 1, scrape_error: null }, true);
+    await cache.pull();
+    expect(await sync.mock.results[0].value).toMatchObject({ kind: 'changes' });
+    expect(cache.candidates('m', new Map(), []).map((c) => [c.instance_id, c.is_alive, c.waiting, c.saturated])).toEqual([
+      ['a', false, null, false],
+      ['b', true, 4, true],
+    ]);
+    expect(cache.models()).toEqual(['m']);
+    await cache.pull();
+    expect(await sync.mock.results[1].value).toMatchObject({ kind: 'unchanged' });
+    await store.heartbeat('a', {});
+    await cache.pull();
+    expect(cache.get('a')?.is_alive).toBe(true);
+    // A registry change brings the whole registry again.
+    await store.register(rec('c', ['n']));
+    await cache.pull();
+    expect(await sync.mock.results[3].value).toMatchObject({ kind: 'full' });
+    expect(cache.models()).toEqual(['m', 'n']);
+    expect(dump).not.toHaveBeenCalled();
+  });
 });

@@ -1,5 +1,5 @@
-import type { InstanceState, RegistrySnapshot } from '@switchyard/contracts';
-import type { LoadStore } from '@switchyard/load-store';
+import type { RegistrySnapshot } from '@switchyard/contracts';
+import type { InstanceLiveness, LoadStore, RegistryCursor } from '@switchyard/load-store';
 import type { Candidate } from '@switchyard/routing';
 
 /** What the proxy remembers of an instance between pulls. */
@@ -19,11 +19,14 @@ export interface CachedInstance {
  * The proxy's local copy of the registry: pulled from the store on start, on
  * reconnect and on a timer, and patched by the control plane's snapshot events
  * in between. It serves /v1/models and routing while the store is unreachable.
+ * A pull reads only what changed since the last one (see LoadStore.syncRegistry):
+ * one small read when nothing did.
  */
 export class RegistryCache {
   private instances = new Map<string, CachedInstance>();
   private byModel = new Map<string, CachedInstance[]>();
   private eventVersion = -1;
+  private cursor: RegistryCursor | null = null;
   /** Store clock of the last successful pull; 0 before the first. */
   pulledAt = 0;
 
@@ -38,8 +41,16 @@ export class RegistryCache {
   }
 
   async pull(): Promise<void> {
-    const states = await this.store.listInstances();
-    this.replace(states.map(fromState));
+    const sync = await this.store.syncRegistry(this.cursor);
+    if (sync.kind === 'full') {
+      this.replace(sync.instances.map((i) => ({ instance_id: i.instance_id, url: i.url, models: i.models, weight: i.weight, max_inflight: i.max_inflight, ...liveness(i) })));
+    } else if (sync.kind === 'changes') {
+      for (const c of sync.changed) {
+        const known = this.instances.get(c.instance_id);
+        if (known) Object.assign(known, liveness(c));
+      }
+    }
+    this.cursor = sync.cursor;
     this.pulledAt = Date.now();
   }
 
@@ -100,6 +111,6 @@ export class RegistryCache {
   }
 }
 
-function fromState(s: InstanceState): CachedInstance {
-  return { instance_id: s.instance_id, url: s.url, models: s.models, weight: s.weight, max_inflight: s.max_inflight, is_alive: s.is_alive, qps_1m: s.load.qps_1m, waiting: s.engine.waiting, saturated: s.saturated };
+function liveness(l: InstanceLiveness): Pick<CachedInstance, 'is_alive' | 'qps_1m' | 'waiting' | 'saturated'> {
+  return { is_alive: l.is_alive, qps_1m: l.qps_1m, waiting: l.waiting, saturated: l.saturated };
 }

@@ -1,2 +1,3 @@
 export * from './redis-server';
 export * from './wait';
+export * from './redis-cluster';

@@ -61,6 +61,16 @@ export class RedisServer {
     return this;
   }
 
+  /** Freezes the server (SIGSTOP), as a hung host or a long GC-like stall does: connections stay open, nothing is answered. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** Lets a paused server run again (SIGCONT); it then serves what queued up meanwhile. */
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Stops the server; start() again brings up an empty one on the same port, as a Redis restart without persistence does. */
   async stop(): Promise<void> {
     const child = this.child;

@@ -1,19 +1,21 @@
 /**
- * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance] [--out file.md]`.
+ * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance|scale] [--out file.md]`.
  * Loopback only, bounded in time, and every process it starts is stopped when it ends.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BalanceResult, BalanceSettings, runBalance, StrategyKey } from './balance';
 import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
 import { ProcessGroup, ROOT, which } from './procs';
 import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
+import { runScale, ScaleResult, ScaleSettings } from './scale';
+import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
 
 interface Options {
   quick: boolean;
-  only?: 'overhead' | 'balance';
+  only?: 'overhead' | 'balance' | 'scale';
   out: string;
 }
 
@@ -25,15 +27,15 @@ function parseArgs(argv: string[]): Options {
     if (flag === '--quick') opts.quick = true;
     else if (flag === '--only') {
       const v = value();
-      if (v !== 'overhead' && v !== 'balance') throw new Error(`--only: overhead or balance, not '${v}'`);
+      if (v !== 'overhead' && v !== 'balance' && v !== 'scale') throw new Error(`--only: overhead, balance or scale, not '${v}'`);
       opts.only = v;
     } else if (flag === '--out') opts.out = path.resolve(value());
-    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance, --out <file.md>)`);
+    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance|scale, --out <file.md>)`);
   }
   return opts;
 }
 
-function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; limitS: number } {
+function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; scale: ScaleSettings; limitS: number } {
   const balance: BalanceSettings = {
     instances: 8,
     proxies: 4,
@@ -51,7 +53,8 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
   const overhead: OverheadSettings = quick
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
-  return { overhead, balance, limitS: quick ? 240 : 1500 };
+  const scale: ScaleSettings = { instances: [8, 64, 256, 1000], clients: [1, 32], cellMs: quick ? 1500 : 5000, rounds: 5 };
+  return { overhead, balance, scale, limitS: quick ? 300 : 1600 };
 }
 
 const STRATEGY_ORDER: StrategyKey[] = ['round_robin', 'local_least_load', 'shared_least_load', 'global_least_load'];
@@ -90,10 +93,10 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const opts = parseArgs(argv);
   const mode = opts.quick ? 'quick' : 'full';
-  const { overhead: oSettings, balance: bSettings, limitS } = settingsFor(opts.quick);
+  const { overhead: oSettings, balance: bSettings, scale: sSettings, limitS } = settingsFor(opts.quick);
   const t0 = performance.now();
   const log = (m: string) => console.log(`[bench +${((performance.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${m}`);
-  if (!which('wrk') && opts.only !== 'balance') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
+  if (!which('wrk') && opts.only !== 'balance' && opts.only !== 'scale') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
   const facts = machineFacts(mode, argv);
   log(`${mode} run at ${facts.commit}; ${facts.nproc} CPUs, load ${facts.loadAvgAtStart}; time limit ${limitS} s`);
   const started = performance.now();
@@ -114,15 +117,20 @@ async function main(): Promise<void> {
 
   let overhead: OverheadResult | undefined;
   let balance: BalanceResult | undefined;
+  let scale: ScaleResult | undefined;
   let ok = false;
   try {
-    if (opts.only !== 'balance') {
+    if (opts.only === undefined || opts.only === 'overhead') {
       log('1. overhead: direct, Switchyard, nginx, HAProxy');
       overhead = await runOverhead(group, oSettings, log);
     }
-    if (opts.only !== 'overhead') {
+    if (opts.only === undefined || opts.only === 'balance') {
       log(`2. balance: ${bSettings.instances} sims, ${bSettings.proxies} proxies, ${bSettings.loads.map((l) => `${l * 100}%`).join(' and ')} load, ${bSettings.durationS} s each`);
       balance = await runBalance(group, bSettings, STRATEGY_ORDER, log);
+    }
+    if (opts.only === undefined || opts.only === 'scale') {
+      log(`3. scale: old and new selection scripts at ${sSettings.instances.join(', ')} instances, ${sSettings.clients.join(' and ')} clients`);
+      scale = await runScale(sSettings, log);
     }
     ok = true;
   } finally {
@@ -135,11 +143,19 @@ async function main(): Promise<void> {
   const svgName = 'benchmarks-p99-ttft.svg';
   mkdirSync(path.dirname(opts.out), { recursive: true });
   if (balance) writeFileSync(path.join(path.dirname(opts.out), svgName), ttftSvg(balance, `p99 TTFT by strategy and load (${mode} run, ${facts.date.slice(0, 10)}, ${facts.commit.split(' ')[0]})`));
-  writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + '\n');
   const resultsDir = path.join(ROOT, 'tools/bench/results');
   mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(path.join(resultsDir, `${mode}.json`), JSON.stringify({ facts, overhead, balance }, null, 1) + '\n');
-  for (const t of evaluateTargets(overhead, balance)) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
+  // A scale-only run rewrites its own section of the report and keeps the rest.
+  if (opts.only !== 'scale') {
+    writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + '\n');
+    writeFileSync(path.join(resultsDir, `${mode}.json`), JSON.stringify({ facts, overhead, balance }, null, 1) + '\n');
+  }
+  if (scale) {
+    const header = `Measured by \`${facts.command}\` (${mode} run) on ${facts.date} at commit \`${facts.commit}\`; load average at the start ${facts.loadAvgAtStart}; raw numbers: \`tools/bench/results/scale-${mode}.json\`.`;
+    writeFileSync(opts.out, spliceScale(existsSync(opts.out) ? readFileSync(opts.out, 'utf8') : '# Benchmarks\n', scaleMarkdown(scale, header)));
+    writeFileSync(path.join(resultsDir, `scale-${mode}.json`), JSON.stringify({ facts, scale }, null, 1) + '\n');
+  }
+  for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : [])]) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
   log(`wrote ${path.relative(ROOT, opts.out)} in ${facts.elapsedS.toFixed(0)} s`);
 }
 

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { MemoryLoadStore } from '@switchyard/load-store';
+import { MemoryLoadStore, REAP_GRACE_MS } from '@switchyard/load-store';
 import { loadControlPlaneConfig } from '../config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { LeaseReaperService } from './lease-reaper.service';
@@ -47,11 +47,15 @@ describe('LeaseReaperService', () => {
 
   const counter = async (name: string) => (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
 
-  it('removes only the expired proxy contributions, logs its id and counts it', async () => {
+  it('removes only the expired proxy contributions, after a second sweep REAP_GRACE_MS later, logs its id and counts it', async () => {
     expect(await reaper.sweep()).toEqual([]);
     now += 1500;
     await store.renewLease(info('lives'), 2000);
     now += 1000;
+    // 'dies' expired 500 ms ago: this sweep takes note, the next one after the grace reaps.
+    expect(await reaper.sweep()).toEqual([]);
+    await store.renewLease(info('lives'), 5000);
+    now += REAP_GRACE_MS;
     expect(await reaper.sweep()).toEqual(['dies']);
     const a = await store.getInstance('a');
     expect(a?.load.inflight).toBe(1);
@@ -68,6 +72,9 @@ describe('LeaseReaperService', () => {
     expect(String(warn.mock.calls[0][0])).toMatch(/connection refused/);
     expect(await counter('switchyard_store_errors_total')).toBe(3);
     store.down = false;
+    expect(await reaper.sweep()).toEqual([]);
+    expect(log).toHaveBeenCalledWith('lease sweeps succeed again');
+    now += REAP_GRACE_MS;
     expect(await reaper.sweep()).toEqual(['dies', 'lives']);
     expect(log).toHaveBeenCalledWith('lease sweeps succeed again');
     expect((await store.getInstance('a'))?.load.inflight).toBe(0);

@@ -1,0 +1,42 @@
+import type { ScaleResult } from './scale';
+import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
+
+const cell = (scheme: 'old' | 'new', instances: number, clients: number, us: number) => ({
+  scheme,
+  instances,
+  clients,
+  requests: 1000,
+  seconds: 1,
+  perSecond: 1000,
+  scriptUsPerRequest: us,
+  processCpuUsPerRequest: us * 1.5,
+});
+
+const result: ScaleResult = {
+  settings: { instances: [8, 1000], clients: [1], cellMs: 3000, rounds: 3 },
+  redisVersion: '7.0.15',
+  floorUsPerRequest: 9,
+  cells: [cell('old', 8, 1, 90), cell('new', 8, 1, 30), cell('old', 1000, 1, 12_000), cell('new', 1000, 1, 50)],
+};
+
+describe('scale report', () => {
+  it('judges the cost targets on the new scripts only', () => {
+    expect(scaleTargets(result).map((t) => [t.name, t.met])).toEqual([
+      ['Redis CPU per request at 1,000 instances, 1 client', false],
+      ['cost at 1,000 vs 8 instances, 1 client', false],
+    ]);
+    expect(scaleTargets(result)[1].measured).toBe('1.67× (50.0 vs 30.0 µs)');
+  });
+
+  it('replaces its own section and keeps the rest of the report', () => {
+    const first = spliceScale('# Benchmarks\n\n## Overhead\n\nx\n', scaleMarkdown(result, 'run 1'));
+    expect(first).toContain('## Overhead');
+    expect(first).toContain('run 1');
+    expect(first).toContain('| 1,000 | 1 | 12,000 | 18,000 | 1,000 | 50.0 | 75.0 | 1,000 |');
+    const second = spliceScale(`${first}\n## Later section\n`, scaleMarkdown(result, 'run 2'));
+    expect(second).not.toContain('run 1');
+    expect(second).toContain('run 2');
+    expect(second).toContain('## Later section');
+    expect(second.match(/## Selection at fleet scale/g)).toHaveLength(1);
+  });
+});
