@@ -5,6 +5,7 @@ import { RedisLoadStore } from '@switchyard/load-store';
 import { RedisServer } from '@switchyard/testing';
 import { loadControlPlaneConfig } from '../config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { LeadershipService } from '../liveness/leadership.service';
 import { LeaseReaperService } from './lease-reaper.service';
 
 const LEASE_TTL_MS = 500;
@@ -70,7 +71,7 @@ describe('LeaseReaperService against a redis-server that hangs (SIGSTOP) for lon
       for (let i = 0; i < 10; i++) await p.store.acquire({ proxyId: p.id, model: 'm', strategy: 'least_load' });
     }
     metrics = new ControlPlaneMetrics(controlPlane);
-    reaper = new LeaseReaperService(controlPlane, loadControlPlaneConfig({ LEASE_SWEEP_S: '0.1' }), metrics);
+    reaper = new LeaseReaperService(controlPlane, loadControlPlaneConfig({ LEASE_SWEEP_S: '0.1' }), metrics, { isLeader: true } as LeadershipService);
     reaper.onModuleInit();
 
     // Shared counts sampled every 50 ms through the pause; a sample asked during it answers after it.

@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { MemoryLoadStore, REAP_GRACE_MS } from '@switchyard/load-store';
 import { loadControlPlaneConfig } from '../config';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
+import { LeadershipService } from '../liveness/leadership.service';
 import { LeaseReaperService } from './lease-reaper.service';
 
 const record = (id: string) => ({ instance_id: id, url: `http://127.0.0.1:1/${id}`, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: null, meta: {}, ttl_s: 60 });
@@ -20,6 +21,7 @@ describe('LeaseReaperService', () => {
   let store: FlakyStore;
   let metrics: ControlPlaneMetrics;
   let reaper: LeaseReaperService;
+  let leadership: { isLeader: boolean };
   let log: jest.SpyInstance;
   let warn: jest.SpyInstance;
 
@@ -27,7 +29,8 @@ describe('LeaseReaperService', () => {
     now = 1_000_000;
     store = new FlakyStore({ now: () => now, random: () => 0 });
     metrics = new ControlPlaneMetrics(store);
-    reaper = new LeaseReaperService(store, loadControlPlaneConfig({ LEASE_SWEEP_S: '0.5' }), metrics);
+    leadership = { isLeader: true };
+    reaper = new LeaseReaperService(store, loadControlPlaneConfig({ LEASE_SWEEP_S: '0.5' }), metrics, leadership as LeadershipService);
     log = jest.spyOn(Logger.prototype, 'log').mockImplementation(() => undefined);
     warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     await store.register(record('a'));
@@ -62,6 +65,19 @@ describe('LeaseReaperService', () => {
     expect(a?.inflight_by_proxy).toEqual({ lives: 1 });
     expect(log).toHaveBeenCalledWith('reaped expired proxy leases: dies');
     expect(await counter('switchyard_leases_reaped_total')).toBe(1);
+  });
+
+  it('reaps nothing on a standby replica: only the leader sweeps', async () => {
+    leadership.isLeader = false;
+    now += 2500 + REAP_GRACE_MS;
+    expect(await reaper.sweep()).toEqual([]);
+    now += REAP_GRACE_MS;
+    expect(await reaper.sweep()).toEqual([]);
+    expect((await store.getInstance('a'))?.inflight_by_proxy).toMatchObject({ dies: expect.any(Number) });
+    leadership.isLeader = true;
+    await reaper.sweep();
+    now += REAP_GRACE_MS;
+    expect(await reaper.sweep()).toContain('dies');
   });
 
   it('warns once while the store fails, counts every failure and retries until it works', async () => {

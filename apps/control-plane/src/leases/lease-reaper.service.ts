@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from 
 import type { LoadStore } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
+import { LeadershipService } from '../liveness/leadership.service';
 import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 
 /**
@@ -19,6 +20,7 @@ export class LeaseReaperService implements OnModuleInit, OnApplicationShutdown {
     @Inject(LOAD_STORE) private readonly store: LoadStore,
     @Inject(CONTROL_PLANE_CONFIG) private readonly config: ControlPlaneConfig,
     private readonly metrics: ControlPlaneMetrics,
+    private readonly leadership: LeadershipService,
   ) {}
 
   onModuleInit(): void {
@@ -30,10 +32,10 @@ export class LeaseReaperService implements OnModuleInit, OnApplicationShutdown {
     clearInterval(this.timer);
   }
 
-  /** One sweep; a failure is logged once until a sweep succeeds again, and the next tick retries. */
+  /** One sweep, by the leading replica only; a failure is logged once until a sweep succeeds again, and the next tick retries. */
   async sweep(): Promise<string[]> {
-    // A slow store must not stack sweeps on top of each other.
-    if (this.sweeping) return [];
+    // A slow store must not stack sweeps on top of each other; a standby replica leaves reaping to the leader.
+    if (this.sweeping || !this.leadership.isLeader) return [];
     this.sweeping = true;
     try {
       const reaped = await this.store.reapExpiredLeases();
