@@ -28,6 +28,7 @@ export const instanceRegistrationSchema = z
     weight: z.number().positive().max(1000).default(1),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),
     meta: z.record(z.string(), z.unknown()).default({}),
+    pool: z.string().regex(/^[A-Za-z0-9_.\-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . -').optional(),
   })
   .strict()
   .superRefine((value, ctx) => {
@@ -57,6 +58,8 @@ export interface InstanceRecord {
   meta: Record<string, unknown>;
   ttl_s: number;
   registered_at: number;
+  /** Routing pool (one hash slot of a Redis Cluster); absent means 'default'. A model lives in one pool. */
+  pool?: string;
 }
 
 /** Load as measured: 0 means measured zero; null means unknown. */
@@ -132,6 +135,7 @@ export function toInstanceRecord(reg: ParsedInstanceRegistration, ttlS: number, 
     meta: reg.meta,
     ttl_s: ttlS,
     registered_at: now,
+    ...(reg.pool !== undefined ? { pool: reg.pool } : {}),
   };
 }
 
