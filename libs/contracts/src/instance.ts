@@ -30,6 +30,7 @@ export const instanceRegistrationSchema = z
     meta: z.record(z.string(), z.unknown()).default({}),
     /** Probe the URL once before answering: 422 when it cannot be reached or does not list the models. */
     probe_now: z.boolean().optional(),
+    pool: z.string().regex(/^[A-Za-z0-9_.\-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . -').optional(),
   })
   .strict()
   .superRefine((value, ctx) => {
@@ -59,6 +60,8 @@ export interface InstanceRecord {
   meta: Record<string, unknown>;
   ttl_s: number;
   registered_at: number;
+  /** Routing pool (one hash slot of a Redis Cluster); absent means 'default'. A model lives in one pool. */
+  pool?: string;
 }
 
 /** Load as measured: 0 means measured zero; null means unknown. */
@@ -134,6 +137,7 @@ export function toInstanceRecord(reg: ParsedInstanceRegistration, ttlS: number, 
     meta: reg.meta,
     ttl_s: ttlS,
     registered_at: now,
+    ...(reg.pool !== undefined ? { pool: reg.pool } : {}),
   };
 }
 

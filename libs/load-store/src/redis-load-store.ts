@@ -23,6 +23,10 @@ export interface RedisLoadStoreOptions {
   pool?: string;
   /** url is a seed node of a Redis Cluster (ioredis Cluster); every script runs on the node serving the pool's slot. */
   cluster?: boolean;
+  /** A connection to share (several pools on one client); url and the connection options are then unused. */
+  client?: Redis | Cluster;
+  /** Where releases that free capacity publish; `sy:{pool}:freed` unless given (a pooled store gives one for every pool). */
+  capacityChannel?: string;
   /** Per-command timeout: short on the request path, long on the control plane. */
   commandTimeoutMs?: number;
   /** Queue commands while disconnected (control plane) or fail at once (proxies, which then route locally). */
@@ -100,6 +104,25 @@ function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>
   };
 }
 
+/** A connection as the options ask: one node, or a Redis Cluster from a seed node. */
+export function connect(options: Pick<RedisLoadStoreOptions, 'url' | 'cluster' | 'commandTimeoutMs' | 'offlineQueue' | 'connectionName'>): Redis | Cluster {
+  const redisOptions: RedisOptions = {
+    commandTimeout: options.commandTimeoutMs ?? 2000,
+    enableOfflineQueue: options.offlineQueue ?? true,
+    maxRetriesPerRequest: options.offlineQueue === false ? 0 : 2,
+    connectionName: options.connectionName,
+    lazyConnect: false,
+    retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+  };
+  if (!options.cluster) return new Redis(options.url, redisOptions);
+  const seed = new URL(options.url);
+  return new Redis.Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
+    redisOptions: { ...redisOptions, username: seed.username || undefined, password: seed.password || undefined },
+    enableOfflineQueue: redisOptions.enableOfflineQueue,
+    clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+  });
+}
+
 const DEFAULT_INFO = (proxyId: string): ProxyInfo => ({ proxy_id: proxyId, inflight_http: 0, queued: {}, draining: false, degraded: false });
 
 /** The shared store: ioredis with one Lua script per state change, so each change is atomic and one round trip. */
@@ -113,29 +136,12 @@ export class RedisLoadStore implements LoadStore {
   private readonly reapGraceMs: number;
 
   constructor(options: RedisLoadStoreOptions) {
-    const redisOptions: RedisOptions = {
-      commandTimeout: options.commandTimeoutMs ?? 2000,
-      enableOfflineQueue: options.offlineQueue ?? true,
-      maxRetriesPerRequest: options.offlineQueue === false ? 0 : 2,
-      connectionName: options.connectionName,
-      lazyConnect: false,
-      retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
-    };
-    if (options.cluster) {
-      const seed = new URL(options.url);
-      this.redis = new Redis.Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
-        redisOptions: { ...redisOptions, username: seed.username || undefined, password: seed.password || undefined },
-        enableOfflineQueue: redisOptions.enableOfflineQueue,
-        clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
-      });
-    } else {
-      this.redis = new Redis(options.url, redisOptions);
-    }
+    this.redis = options.client ?? connect(options);
     // Connection errors are surfaced through command failures and ping(); do not crash on the 'error' event.
     this.redis.on('error', () => undefined);
     this.prefix = `sy:{${options.pool ?? 'default'}}:`;
     this.routingKey = `${this.prefix}rec`;
-    this.capacityChannel = `${this.prefix}freed`;
+    this.capacityChannel = options.capacityChannel ?? `${this.prefix}freed`;
     this.random = options.random ?? Math.random;
     this.reapGraceMs = options.reapGraceMs ?? REAP_GRACE_MS;
     for (const [name, lua] of Object.entries(SCRIPTS)) {
@@ -184,7 +190,12 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async claimControlPlane(replicaId: string, ttlMs: number, renewMs: number): Promise<boolean> {
-    return (await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs), Math.round(renewMs))) === 1;
+    return (await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs), Math.round(renewMs), 0)) === 1;
+  }
+
+  /** Writes the control plane's lease whoever holds it: a pooled store's leader mirrors its claim into every pool. */
+  async writeControlPlane(replicaId: string, ttlMs: number, renewMs: number): Promise<void> {
+    await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs), Math.round(renewMs), 1);
   }
 
   async remove(instanceId: string): Promise<boolean> {
@@ -266,7 +277,7 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async release(proxyId: string, instanceId: string): Promise<number | null> {
-    const n = (await this.run('syRelease', proxyId, instanceId)) as number;
+    const n = (await this.run('syRelease', proxyId, instanceId, this.capacityChannel)) as number;
     return n < 0 ? null : n;
   }
 

@@ -263,7 +263,8 @@ return lapsed
 `;
 
 /**
- * ARGV: prefix, replica id, ttl_ms. Returns 1 while this replica holds the control plane's lease.
+ * ARGV: prefix, replica id, ttl_ms, force ('1': write it whoever holds it; a pooled store's leader writes
+ * every pool after winning its own claim). Returns 1 while this replica holds the control plane's lease.
  * \`until\` never expires as a key, so the moment it lapsed stays readable. A claim after a lapse moves
  * every expiry on by the gap: time with no control plane counts against no one (O(instances), rare).
  * Who is in the selection index does not change: alive at the lapse is alive after the move.
@@ -273,7 +274,7 @@ local p, replica = ARGV[1], ARGV[2]
 local now = now_ms()
 local holder = redis.call('HGET', p .. 'cp', 'holder')
 local u = tonumber(redis.call('HGET', p .. 'cp', 'until') or '')
-if holder and holder ~= replica and u and u >= now then return 0 end
+if ARGV[5] ~= '1' and holder and holder ~= replica and u and u >= now then return 0 end
 if u and u < now then
   local gap = math.max(0, now - tonumber(redis.call('HGET', p .. 'cp', 'watch') or u))
   local flat = redis.call('HGETALL', p .. 'exp')
@@ -451,8 +452,8 @@ return {1, chosen, h.url, count}
 `;
 
 /**
- * ARGV: prefix, proxy, id. Returns the new count, or -1 when this proxy held no slot there.
- * Publishes the id on \`freed\` when it leaves max_inflight. A contribution that reaches 0 stays as 0
+ * ARGV: prefix, proxy, id, capacity channel. Returns the new count, or -1 when this proxy held no slot there.
+ * Publishes the id on the channel when it leaves max_inflight. A contribution that reaches 0 stays as 0
  * (one write less per release); the reads leave zeros out and reconcile rewrites the hash.
  */
 export const RELEASE = `${HOT}
@@ -488,7 +489,7 @@ elseif m1 and redis.call('SISMEMBER', p .. 'fl:' .. m1, id) == 1 then
   place(p, id, h, 'F', new)
 end
 -- An instance just dropped below its max_inflight: proxies with queued requests hear it.
-if h.max and count == h.max - 1 then redis.call('PUBLISH', p .. 'freed', id) end
+if h.max and count == h.max - 1 then redis.call('PUBLISH', ARGV[4], id) end
 return count
 `;
 
