@@ -12,6 +12,8 @@ export interface RedisLoadStoreOptions {
   /** Queue commands while disconnected (control plane) or fail at once (proxies, which then route locally). */
   offlineQueue?: boolean;
   connectionName?: string;
+  /** Send the commands issued in one tick as one write (the proxy's hot path: acquires and releases of many requests). */
+  autoPipelining?: boolean;
   random?: () => number;
 }
 
@@ -80,6 +82,7 @@ export class RedisLoadStore implements LoadStore {
       connectionName: options.connectionName,
       lazyConnect: false,
       retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+      enableAutoPipelining: options.autoPipelining ?? false,
     };
     this.redis = new Redis(options.url, redisOptions);
     // Connection errors are surfaced through command failures and ping(); do not crash on the 'error' event.

@@ -42,7 +42,7 @@ let releases: boolean[] = [];
 let pool = 0;
 
 async function startProxy(env: Record<string, string> = {}, maxInflight: number | null = null) {
-  store = new RedisLoadStore({ url: redis.url, pool: `fw${++pool}` });
+  store = new RedisLoadStore({ url: redis.url, pool: `fw${++pool}`, autoPipelining: true });
   for (const [i, u] of ups.entries()) await store.register({ instance_id: `u${i}`, url: u.url, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: maxInflight, meta: {}, ttl_s: 60 });
   // The real store underneath; the wrapper notes, at each release, whether the proxy had already aborted that exchange's upstream call.
   const watched: LoadStore = Object.create(store);

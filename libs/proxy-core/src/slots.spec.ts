@@ -15,7 +15,7 @@ afterAll(async () => {
   await server.stop();
 });
 beforeEach(async () => {
-  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, commandTimeoutMs: 100, offlineQueue: false });
+  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, commandTimeoutMs: 100, offlineQueue: false, autoPipelining: true });
   // Without an offline queue, commands fail until the connection is up.
   await waitFor(() => store.ping().then(() => true, () => false));
   for (const id of ['a', 'b']) await store.register({ instance_id: id, url: `http://127.0.0.1:1/${id}`, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: null, meta: {}, ttl_s: 30 });

@@ -1,19 +1,20 @@
 /**
- * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance] [--out file.md]`.
+ * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance|floor] [--out file.md]`.
  * Loopback only, bounded in time, and every process it starts is stopped when it ends.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BalanceResult, BalanceSettings, runBalance, StrategyKey } from './balance';
+import { FloorResult, FloorSettings, floorMarkdown, floorTargets, runFloor, spliceFloorSection } from './floor';
 import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
 import { ProcessGroup, ROOT, which } from './procs';
 import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
 
 interface Options {
   quick: boolean;
-  only?: 'overhead' | 'balance';
+  only?: 'overhead' | 'balance' | 'floor';
   out: string;
 }
 
@@ -25,15 +26,15 @@ function parseArgs(argv: string[]): Options {
     if (flag === '--quick') opts.quick = true;
     else if (flag === '--only') {
       const v = value();
-      if (v !== 'overhead' && v !== 'balance') throw new Error(`--only: overhead or balance, not '${v}'`);
+      if (v !== 'overhead' && v !== 'balance' && v !== 'floor') throw new Error(`--only: overhead, balance or floor, not '${v}'`);
       opts.only = v;
     } else if (flag === '--out') opts.out = path.resolve(value());
-    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance, --out <file.md>)`);
+    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance|floor, --out <file.md>)`);
   }
   return opts;
 }
 
-function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; limitS: number } {
+function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; floor: FloorSettings; limitS: number } {
   const balance: BalanceSettings = {
     instances: 8,
     proxies: 4,
@@ -51,7 +52,8 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
   const overhead: OverheadSettings = quick
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
-  return { overhead, balance, limitS: quick ? 240 : 1500 };
+  const floor: FloorSettings = { connections: 32, streams: 300, chunks: 100, chunkMs: 20, durationS: quick ? 3 : 10, warmupS: quick ? 2 : 3, rounds: quick ? 2 : 4, workers: false };
+  return { overhead, balance, floor, limitS: quick ? 300 : 1800 };
 }
 
 const STRATEGY_ORDER: StrategyKey[] = ['round_robin', 'local_least_load', 'shared_least_load', 'global_least_load'];
@@ -90,7 +92,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const opts = parseArgs(argv);
   const mode = opts.quick ? 'quick' : 'full';
-  const { overhead: oSettings, balance: bSettings, limitS } = settingsFor(opts.quick);
+  const { overhead: oSettings, balance: bSettings, floor: fSettings, limitS } = settingsFor(opts.quick);
   const t0 = performance.now();
   const log = (m: string) => console.log(`[bench +${((performance.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${m}`);
   if (!which('wrk') && opts.only !== 'balance') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
@@ -114,15 +116,20 @@ async function main(): Promise<void> {
 
   let overhead: OverheadResult | undefined;
   let balance: BalanceResult | undefined;
+  let floor: FloorResult | undefined;
   let ok = false;
   try {
-    if (opts.only !== 'balance') {
+    if (opts.only === undefined || opts.only === 'overhead') {
       log('1. overhead: direct, Switchyard, nginx, HAProxy');
       overhead = await runOverhead(group, oSettings, log);
     }
-    if (opts.only !== 'overhead') {
+    if (opts.only === undefined || opts.only === 'balance') {
       log(`2. balance: ${bSettings.instances} sims, ${bSettings.proxies} proxies, ${bSettings.loads.map((l) => `${l * 100}%`).join(' and ')} load, ${bSettings.durationS} s each`);
       balance = await runBalance(group, bSettings, STRATEGY_ORDER, log);
+    }
+    if (opts.only === undefined || opts.only === 'floor') {
+      log('3. floor: the proxy against a minimal node http + undici + pipeline proxy');
+      floor = await runFloor(group, fSettings, log);
     }
     ok = true;
   } finally {
@@ -135,11 +142,13 @@ async function main(): Promise<void> {
   const svgName = 'benchmarks-p99-ttft.svg';
   mkdirSync(path.dirname(opts.out), { recursive: true });
   if (balance) writeFileSync(path.join(path.dirname(opts.out), svgName), ttftSvg(balance, `p99 TTFT by strategy and load (${mode} run, ${facts.date.slice(0, 10)}, ${facts.commit.split(' ')[0]})`));
-  writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + '\n');
+  const floorSection = floor && floorMarkdown(floor, `Measured by \`${facts.command}\` (${mode}) on ${facts.date} at commit \`${facts.commit}\`; ${facts.nproc} CPUs, load ${facts.loadAvgAtStart} at start.`);
+  if (opts.only === 'floor' && floorSection) writeFileSync(opts.out, spliceFloorSection(existsSync(opts.out) ? readFileSync(opts.out, 'utf8') : '# Benchmarks\n', floorSection));
+  else writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + (floorSection ? `\n${floorSection}\n` : '\n'));
   const resultsDir = path.join(ROOT, 'tools/bench/results');
   mkdirSync(resultsDir, { recursive: true });
-  writeFileSync(path.join(resultsDir, `${mode}.json`), JSON.stringify({ facts, overhead, balance }, null, 1) + '\n');
-  for (const t of evaluateTargets(overhead, balance)) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
+  writeFileSync(path.join(resultsDir, opts.only === 'floor' ? `floor-${mode}.json` : `${mode}.json`), JSON.stringify({ facts, overhead, balance, floor }, null, 1) + '\n');
+  for (const t of [...evaluateTargets(overhead, balance), ...(floor ? floorTargets(floor) : [])]) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
   log(`wrote ${path.relative(ROOT, opts.out)} in ${facts.elapsedS.toFixed(0)} s`);
 }
 
