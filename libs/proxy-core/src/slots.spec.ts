@@ -77,6 +77,19 @@ describe('Slots ledger', () => {
     expect((await inflight('a'))! + (await inflight('b'))!).toBe(1);
   });
 
+  it('a reconcile and releases sent in the same turn count each slot once', async () => {
+    const slots = await ledger();
+    const [s1, s2] = [await acquired(slots, ['b']), await acquired(slots, ['b']), await acquired(slots, ['b'])];
+    s1.release();
+    const reconciled = slots.reconcile();
+    // Released after the rewrite was queued: the store must see the rewrite (2) and then this release.
+    s2.release();
+    await reconciled;
+    await settled();
+    expect(slots.view.get('a')).toBe(1);
+    expect(await inflight('a')).toBe(1);
+  });
+
   it('a reconcile heals a release the store never saw', async () => {
     const slots = await ledger();
     await acquired(slots);

@@ -52,7 +52,7 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
   const overhead: OverheadSettings = quick
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
-  const floor: FloorSettings = { connections: 32, streams: 300, chunks: 100, chunkMs: 20, durationS: quick ? 3 : 10, warmupS: quick ? 2 : 3, rounds: quick ? 2 : 4, workers: true };
+  const floor: FloorSettings = { connections: 32, streams: 300, chunks: 100, chunkMs: 20, durationS: quick ? 3 : 10, warmupS: quick ? 5 : 8, rounds: quick ? 2 : 4, workers: true };
   return { overhead, balance, floor, limitS: quick ? 300 : 1800 };
 }
 
