@@ -13,6 +13,7 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'MAX_BODY_BYTES', meaning: 'larger request bodies get 413' },
     { name: 'UPSTREAM_TIMEOUT_S', meaning: 'headers/body timeout to the instance (504)' },
     { name: 'REQUEST_BODY_TIMEOUT_S', meaning: 'a request body not received within this gets 408' },
+    { name: 'WORKERS', meaning: 'proxy worker processes on the one port (node:cluster), each its own proxy id and lease; auto = one per CPU' },
     { name: 'MAX_RETRIES', meaning: 'other instances tried after a refused connection or a 502/503 before the first byte' },
     { name: 'FAILURE_COOLDOWN_S', meaning: 'an instance that refused a connection is skipped this long' },
     { name: 'LEASE_TTL_S', meaning: 'proxy lease length; renewed every second' },

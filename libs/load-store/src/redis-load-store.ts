@@ -32,6 +32,8 @@ export interface RedisLoadStoreOptions {
   /** Queue commands while disconnected (control plane) or fail at once (proxies, which then route locally). */
   offlineQueue?: boolean;
   connectionName?: string;
+  /** Send the commands issued in one tick as one write (the proxy's hot path: acquires and releases of many requests). */
+  autoPipelining?: boolean;
   random?: () => number;
   /** See REAP_GRACE_MS. */
   reapGraceMs?: number;
@@ -105,7 +107,7 @@ function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>
 }
 
 /** A connection as the options ask: one node, or a Redis Cluster from a seed node. */
-export function connect(options: Pick<RedisLoadStoreOptions, 'url' | 'cluster' | 'commandTimeoutMs' | 'offlineQueue' | 'connectionName'>): Redis | Cluster {
+export function connect(options: Pick<RedisLoadStoreOptions, 'url' | 'cluster' | 'commandTimeoutMs' | 'offlineQueue' | 'connectionName' | 'autoPipelining'>): Redis | Cluster {
   const redisOptions: RedisOptions = {
     commandTimeout: options.commandTimeoutMs ?? 2000,
     enableOfflineQueue: options.offlineQueue ?? true,
@@ -113,12 +115,14 @@ export function connect(options: Pick<RedisLoadStoreOptions, 'url' | 'cluster' |
     connectionName: options.connectionName,
     lazyConnect: false,
     retryStrategy: (attempt) => Math.min(50 * attempt, 1000),
+    enableAutoPipelining: options.autoPipelining ?? false,
   };
   if (!options.cluster) return new Redis(options.url, redisOptions);
   const seed = new URL(options.url);
   return new Redis.Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
     redisOptions: { ...redisOptions, username: seed.username || undefined, password: seed.password || undefined },
     enableOfflineQueue: redisOptions.enableOfflineQueue,
+    enableAutoPipelining: redisOptions.enableAutoPipelining,
     clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
   });
 }

@@ -2,7 +2,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { LoadStore, RedisLoadStore } from '@switchyard/load-store';
+import { RedisLoadStore } from '@switchyard/load-store';
 import { RedisServer, waitFor } from '@switchyard/testing';
 import { loadProxyConfig } from './proxy-config';
 import { createProxyApp, ProxyApp } from './shell/create-proxy-app';
@@ -42,17 +42,24 @@ let releases: boolean[] = [];
 let pool = 0;
 
 async function startProxy(env: Record<string, string> = {}, maxInflight: number | null = null) {
-  store = new RedisLoadStore({ url: redis.url, pool: `fw${++pool}` });
+  store = new RedisLoadStore({ url: redis.url, pool: `fw${++pool}`, autoPipelining: true });
   for (const [i, u] of ups.entries()) await store.register({ instance_id: `u${i}`, url: u.url, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: maxInflight, meta: {}, ttl_s: 60 });
-  // The real store underneath; the wrapper notes, at each release, whether the proxy had already aborted that exchange's upstream call.
-  const watched: LoadStore = Object.create(store);
-  watched.release = (proxyId, instanceId) => {
-    releases.push([...proxy.runtime.exchanges.all].some((ex) => ex.instanceId === instanceId && ex.signal.aborted));
-    return store.release(proxyId, instanceId);
-  };
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
   const config = loadProxyConfig({ LOG_LEVEL: 'info', DRAIN_SETTLE_S: '0', DRAIN_TIMEOUT_S: '0.3', QUEUE_TIMEOUT_S: '0.3', REQUEST_BODY_TIMEOUT_S: '0.3', FAILURE_COOLDOWN_S: '0', ...env });
-  proxy = await createProxyApp(config, watched, { logger });
+  proxy = await createProxyApp(config, store, { logger });
+  // Each slot the ledger hands out notes, when released, whether the proxy had already aborted that exchange's upstream call.
+  const slots = proxy.runtime.slots;
+  const acquire = slots.acquire.bind(slots);
+  slots.acquire = async (model, tried) => {
+    const r = await acquire(model, tried);
+    if (r.kind !== 'acquired') return r;
+    const { slot } = r;
+    const release = () => {
+      releases.push([...proxy.runtime.exchanges.all].some((ex) => ex.instanceId === slot.instanceId && ex.signal.aborted));
+      slot.release();
+    };
+    return { kind: 'acquired', slot: { instanceId: slot.instanceId, url: slot.url, release } };
+  };
   await proxy.listen(0, '127.0.0.1');
   base = `http://127.0.0.1:${(proxy.app.getHttpServer().address() as AddressInfo).port}`;
 }

@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request, Dispatcher } from 'undici';
 import { errorBody, ErrorBody } from '@switchyard/contracts';
@@ -14,6 +15,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 /** Upstream answers that say "not now, here": tried elsewhere; on the last try returned as they are. */
 const RETRY_STATUSES = new Set([429, 502, 503]);
+/** Whole (non-streaming) bodies up to this size are read, then sent with their headers in one write; larger ones are streamed. */
+const WHOLE_BODY_MAX = 1024 * 1024;
 /** Enough of an upstream error body to return it; longer ones are cut. */
 const FAILURE_BODY_MAX = 64 * 1024;
 
@@ -41,23 +44,14 @@ function endToEnd(headers: Record<string, string | string[] | undefined>, keepLe
   return out;
 }
 
-/** The upstream body, passed on chunk by chunk; `onEnd` runs after the last upstream byte and before the client's body ends. */
-async function* relay(body: AsyncIterable<Buffer>, sse: boolean, onFirst: () => void, onEnd: () => void): AsyncGenerator<Buffer> {
-  let first = true;
-  try {
-    for await (const chunk of body) {
-      if (first) {
-        first = false;
-        onFirst();
-      }
-      yield chunk;
-    }
-  } catch (err) {
-    // After the first byte there is no retry: a stream ends with an error event, not a silent cut.
-    if (!sse) throw err;
-    yield sseError(`upstream failed mid-stream: ${(err as Error).message}`);
-  }
-  onEnd();
+/** A whole upstream body, chunk by chunk into one buffer. */
+function collect(body: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    body.on('data', (c: Buffer) => chunks.push(c));
+    body.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)));
+    body.once('error', reject);
+  });
 }
 
 /** An attempt that did not answer the client: why, and the upstream's own answer when it gave one. */
@@ -167,7 +161,7 @@ export class Forwarder {
       }
       ex.hold(admitted.slot);
       if (ex.ended) return;
-      this.rt.metrics.selections.inc({ strategy: config.ROUTING_STRATEGY, instance_id: admitted.slot.instanceId });
+      this.rt.metrics.countSelection(config.ROUTING_STRATEGY, admitted.slot.instanceId);
       const failure = await this.attempt(ex, route, admitted.slot, headers, body, attempt === config.MAX_RETRIES);
       if (!failure) return;
       last = failure;
@@ -215,18 +209,38 @@ export class Forwarder {
     // A streamed body's length is the stream's business; a whole one keeps the upstream's content-length.
     const out = endToEnd(upstream.headers, !sse);
     out['x-switchyard-instance'] = slot.instanceId;
-    res.writeHead(upstream.statusCode, out);
-    const onFirst = () => metrics.upstreamTtfb.observe({ route }, (performance.now() - started) / 1000);
+    const answer = upstream.body as Readable;
     const onEnd = () => {
-      metrics.upstreamDuration.observe({ route }, (performance.now() - started) / 1000);
+      metrics.observeUpstream(route, (performance.now() - started) / 1000);
       // The instance is done: release before the client sees the end, so its next request meets an up-to-date count.
       ex.releaseSlot();
     };
+    if (!sse && Number(upstream.headers['content-length']) <= WHOLE_BODY_MAX) {
+      // A small whole body: read, then written with its headers at once; no stream plumbing per request.
+      metrics.observeTtfb(route, (performance.now() - started) / 1000);
+      let whole: Buffer;
+      try {
+        whole = await collect(answer);
+      } catch (err) {
+        if (ex.ended) return undefined;
+        return void sendError(res, 502, errorBody(`upstream ${slot.instanceId}: body cut: ${(err as Error).message}`, 'server_error', 'upstream_error'));
+      }
+      onEnd();
+      res.writeHead(upstream.statusCode, out);
+      res.end(whole);
+      return undefined;
+    }
+    res.writeHead(upstream.statusCode, out);
+    answer.once('data', () => metrics.observeTtfb(route, (performance.now() - started) / 1000));
+    answer.once('end', onEnd);
     try {
-      await pipeline(relay(upstream.body as AsyncIterable<Buffer>, sse, onFirst, onEnd), res);
-    } catch {
-      // Client gone or upstream cut a whole body: the exchange's end aborts the upstream and releases the slot.
-      if (!res.destroyed) res.destroy();
+      // `end: false`: an upstream failure must not destroy the response before an SSE stream gets its error event.
+      await pipeline(answer, res, { end: false });
+      res.end();
+    } catch (err) {
+      // After the first byte there is no retry: a stream ends with an error event, not a silent cut. A client gone has ended the exchange.
+      if (sse && !ex.ended && !res.destroyed) res.end(sseError(`upstream failed mid-stream: ${(err as Error).message}`));
+      else res.destroy();
     }
     return undefined;
   }

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { loadProxyConfig, proxyConfigWarnings } from './proxy-config';
 
 describe('loadProxyConfig', () => {
@@ -29,5 +30,16 @@ describe('drain and queue configuration', () => {
   it('warns when drain and settle do not fit in the termination grace period', () => {
     expect(proxyConfigWarnings(loadProxyConfig({ TERMINATION_GRACE_S: '30' }))).toEqual([expect.stringMatching(/TERMINATION_GRACE_S \(30\)/)]);
     expect(proxyConfigWarnings(loadProxyConfig({ TERMINATION_GRACE_S: '60' }))).toEqual([]);
+  });
+});
+
+describe('workers and request body timeout', () => {
+  it('defaults to one worker and a 30 s request body timeout; auto is one worker per CPU', () => {
+    expect(loadProxyConfig({})).toMatchObject({ WORKERS: 1, REQUEST_BODY_TIMEOUT_S: 30 });
+    expect(loadProxyConfig({ WORKERS: 'auto' }).WORKERS).toBe(availableParallelism());
+    expect(loadProxyConfig({ WORKERS: '4' }).WORKERS).toBe(4);
+  });
+  it('names WORKERS on a bad value', () => {
+    for (const bad of ['0', '-1', 'two', '1.5']) expect(() => loadProxyConfig({ WORKERS: bad })).toThrow(/WORKERS: a whole number from 1 to 999, or 'auto'/);
   });
 });

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { ConfigFile, parseSettings } from '@switchyard/config';
 import { parseStrategy, STRATEGY_NAMES, Strategy } from '@switchyard/routing';
 import { z } from 'zod';
@@ -21,6 +22,12 @@ const schema = z.object({
   REGISTRY_RESYNC_S: z.coerce.number().positive().max(3600).default(2),
   RECONCILE_S: z.coerce.number().positive().max(3600).default(5),
   PROXY_NAME: z.string().min(1).default('proxy'),
+  // Worker processes (node:cluster) sharing one port, each a proxy of its own (id, lease, counts); `auto`: one per CPU.
+  WORKERS: z
+    .string()
+    .default('1')
+    .refine((v) => v === 'auto' || /^[1-9][0-9]{0,2}$/.test(v), { message: "a whole number from 1 to 999, or 'auto' (one per CPU)" })
+    .transform((v) => (v === 'auto' ? availableParallelism() : Number(v))),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   QUEUE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   QUEUE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),

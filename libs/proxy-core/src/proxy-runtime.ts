@@ -13,6 +13,8 @@ export interface ProxyRuntimeOptions {
   /** Redis URL to hear the control plane's registry events on; none in single-process mode. */
   eventsUrl?: string;
   logger?: Logger;
+  /** Which worker of a WORKERS=N process this proxy is (node:cluster's worker id), published in /metrics. */
+  worker?: number;
 }
 
 /**
@@ -60,7 +62,7 @@ export class ProxyRuntime {
       registrySize: () => this.registry.size,
       instanceInflight: () => this.slots.view,
       queued: () => this.queue.depth,
-    });
+    }, { proxyId: this.proxyId, worker: options.worker ?? 1 });
   }
 
   get degraded(): boolean {

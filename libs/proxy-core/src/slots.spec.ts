@@ -15,7 +15,7 @@ afterAll(async () => {
   await server.stop();
 });
 beforeEach(async () => {
-  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, commandTimeoutMs: 100, offlineQueue: false });
+  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, commandTimeoutMs: 100, offlineQueue: false, autoPipelining: true });
   // Without an offline queue, commands fail until the connection is up.
   await waitFor(() => store.ping().then(() => true, () => false));
   for (const id of ['a', 'b']) await store.register({ instance_id: id, url: `http://127.0.0.1:1/${id}`, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: null, meta: {}, ttl_s: 30 });
@@ -75,6 +75,19 @@ describe('Slots ledger', () => {
     const r = await pending;
     expect(r.kind).toBe('acquired');
     expect((await inflight('a'))! + (await inflight('b'))!).toBe(1);
+  });
+
+  it('a reconcile and releases sent in the same turn count each slot once', async () => {
+    const slots = await ledger();
+    const [s1, s2] = [await acquired(slots, ['b']), await acquired(slots, ['b']), await acquired(slots, ['b'])];
+    s1.release();
+    const reconciled = slots.reconcile();
+    // Released after the rewrite was queued: the store must see the rewrite (2) and then this release.
+    s2.release();
+    await reconciled;
+    await settled();
+    expect(slots.view.get('a')).toBe(1);
+    expect(await inflight('a')).toBe(1);
   });
 
   it('a reconcile heals a release the store never saw', async () => {

@@ -35,6 +35,7 @@ export class Slots {
   /** Store acquires sent and not yet answered. */
   private pending = 0;
   private ticket = 0;
+  private outbox: (() => void)[] = [];
   private isDegraded = false;
   lastStoreError = '';
   private readonly now: () => number;
@@ -103,7 +104,9 @@ export class Slots {
     // rewrite sent now would erase it. Wait briefly for a quiet moment, then go anyway.
     for (let i = 0; i < 25 && this.pending > 0; i++) await new Promise((r) => setTimeout(r, 20));
     if (this.isDegraded) return;
-    await this.options.store.reconcile(this.options.proxyId, Object.fromEntries(this.counts)).catch((err) => this.storeFailed(err));
+    // Counts taken now, sent in turn: releases queued before it go first, later ones after, so none is counted twice.
+    const counts = Object.fromEntries(this.counts);
+    await this.send(() => this.options.store.reconcile(this.options.proxyId, counts)).catch((err) => this.storeFailed(err));
   }
 
   private async select(model: string, exclude: readonly string[]): Promise<SlotResult> {
@@ -111,7 +114,7 @@ export class Slots {
       this.pending += 1;
       let answer: AcquireResult | undefined;
       try {
-        answer = await this.options.store.acquire({ proxyId: this.options.proxyId, model, strategy: this.options.strategy, exclude });
+        answer = await this.send(() => this.options.store.acquire({ proxyId: this.options.proxyId, model, strategy: this.options.strategy, exclude }));
       } catch (err) {
         this.storeFailed(err);
       }
@@ -124,6 +127,23 @@ export class Slots {
     }
     return this.localSelect(model, exclude);
   }
+
+  /**
+   * Store calls go out in order, all of one event-loop turn together (setImmediate): with
+   * the store's auto-pipelining they share one write and one read, where each used to
+   * cost a syscall of its own (profiled: the largest cost after the HTTP writes).
+   */
+  private send<T>(call: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.outbox.push(() => call().then(resolve, reject)) === 1) setImmediate(this.flush);
+    });
+  }
+
+  private readonly flush = (): void => {
+    const calls = this.outbox;
+    this.outbox = [];
+    for (const call of calls) call();
+  };
 
   private localSelect(model: string, exclude: readonly string[]): SlotResult {
     const { registry, strategy } = this.options;
@@ -144,7 +164,7 @@ export class Slots {
       else this.counts.delete(instanceId);
       // While degraded the store has lost track anyway; the reconcile after the outage rewrites this proxy's share.
       if (this.isDegraded) return this.capacityFreed();
-      this.options.store.release(this.options.proxyId, instanceId).then(
+      this.send(() => this.options.store.release(this.options.proxyId, instanceId)).then(
         () => this.capacityFreed(),
         (err) => this.storeFailed(err),
       );

@@ -1,5 +1,5 @@
 /**
- * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance|scale] [--out file.md]`.
+ * Switchyard's benchmark harness: `npm run bench [-- --quick] [--only overhead|balance|scale|floor] [--out file.md]`.
  * Loopback only, bounded in time, and every process it starts is stopped when it ends.
  */
 import { spawnSync } from 'node:child_process';
@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { BalanceResult, BalanceSettings, runBalance, StrategyKey } from './balance';
+import { FloorResult, FloorSettings, floorMarkdown, floorTargets, runFloor, spliceFloorSection } from './floor';
 import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
 import { ProcessGroup, ROOT, which } from './procs';
 import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
@@ -15,7 +16,7 @@ import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
 
 interface Options {
   quick: boolean;
-  only?: 'overhead' | 'balance' | 'scale';
+  only?: 'overhead' | 'balance' | 'scale' | 'floor';
   out: string;
 }
 
@@ -27,15 +28,15 @@ function parseArgs(argv: string[]): Options {
     if (flag === '--quick') opts.quick = true;
     else if (flag === '--only') {
       const v = value();
-      if (v !== 'overhead' && v !== 'balance' && v !== 'scale') throw new Error(`--only: overhead, balance or scale, not '${v}'`);
+      if (v !== 'overhead' && v !== 'balance' && v !== 'scale' && v !== 'floor') throw new Error(`--only: overhead, balance, scale or floor, not '${v}'`);
       opts.only = v;
     } else if (flag === '--out') opts.out = path.resolve(value());
-    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance|scale, --out <file.md>)`);
+    else throw new Error(`unknown option '${argv[i]}' (options: --quick, --only overhead|balance|scale|floor, --out <file.md>)`);
   }
   return opts;
 }
 
-function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; scale: ScaleSettings; limitS: number } {
+function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; scale: ScaleSettings; floor: FloorSettings; limitS: number } {
   const balance: BalanceSettings = {
     instances: 8,
     proxies: 4,
@@ -54,7 +55,8 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
   const scale: ScaleSettings = { instances: [8, 64, 256, 1000], clients: [1, 32], cellMs: quick ? 1500 : 5000, rounds: 5 };
-  return { overhead, balance, scale, limitS: quick ? 300 : 1600 };
+  const floor: FloorSettings = { connections: 32, streams: 300, chunks: 100, chunkMs: 20, durationS: quick ? 3 : 10, warmupS: quick ? 5 : 8, rounds: quick ? 2 : 4, workers: true };
+  return { overhead, balance, scale, floor, limitS: quick ? 400 : 2400 };
 }
 
 const STRATEGY_ORDER: StrategyKey[] = ['round_robin', 'local_least_load', 'shared_least_load', 'global_least_load'];
@@ -93,7 +95,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const opts = parseArgs(argv);
   const mode = opts.quick ? 'quick' : 'full';
-  const { overhead: oSettings, balance: bSettings, scale: sSettings, limitS } = settingsFor(opts.quick);
+  const { overhead: oSettings, balance: bSettings, scale: sSettings, floor: fSettings, limitS } = settingsFor(opts.quick);
   const t0 = performance.now();
   const log = (m: string) => console.log(`[bench +${((performance.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${m}`);
   if (!which('wrk') && opts.only !== 'balance' && opts.only !== 'scale') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
@@ -118,6 +120,7 @@ async function main(): Promise<void> {
   let overhead: OverheadResult | undefined;
   let balance: BalanceResult | undefined;
   let scale: ScaleResult | undefined;
+  let floor: FloorResult | undefined;
   let ok = false;
   try {
     if (opts.only === undefined || opts.only === 'overhead') {
@@ -132,6 +135,10 @@ async function main(): Promise<void> {
       log(`3. scale: old and new selection scripts at ${sSettings.instances.join(', ')} instances, ${sSettings.clients.join(' and ')} clients`);
       scale = await runScale(sSettings, log);
     }
+    if (opts.only === undefined || opts.only === 'floor') {
+      log('4. floor: the proxy against a minimal node http + undici + pipeline proxy');
+      floor = await runFloor(group, fSettings, log);
+    }
     ok = true;
   } finally {
     await group.stopAll(!ok);
@@ -145,17 +152,18 @@ async function main(): Promise<void> {
   if (balance) writeFileSync(path.join(path.dirname(opts.out), svgName), ttftSvg(balance, `p99 TTFT by strategy and load (${mode} run, ${facts.date.slice(0, 10)}, ${facts.commit.split(' ')[0]})`));
   const resultsDir = path.join(ROOT, 'tools/bench/results');
   mkdirSync(resultsDir, { recursive: true });
-  // A scale-only run rewrites its own section of the report and keeps the rest.
-  if (opts.only !== 'scale') {
-    writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + '\n');
-    writeFileSync(path.join(resultsDir, `${mode}.json`), JSON.stringify({ facts, overhead, balance }, null, 1) + '\n');
-  }
+  const floorSection = floor && floorMarkdown(floor, `Measured by \`${facts.command}\` (${mode}) on ${facts.date} at commit \`${facts.commit}\`; ${facts.nproc} CPUs, load ${facts.loadAvgAtStart} at start.`);
+  // A scale-only or floor-only run rewrites its own section of the report and keeps the rest.
+  const existing = () => (existsSync(opts.out) ? readFileSync(opts.out, 'utf8') : '# Benchmarks\n');
+  if (opts.only === 'floor' && floorSection) writeFileSync(opts.out, spliceFloorSection(existing(), floorSection));
+  else if (opts.only !== 'scale') writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + (floorSection ? `\n${floorSection}\n` : '\n'));
+  if (opts.only !== 'scale') writeFileSync(path.join(resultsDir, opts.only === 'floor' ? `floor-${mode}.json` : `${mode}.json`), JSON.stringify({ facts, overhead, balance, floor }, null, 1) + '\n');
   if (scale) {
     const header = `Measured by \`${facts.command}\` (${mode} run) on ${facts.date} at commit \`${facts.commit}\`; load average at the start ${facts.loadAvgAtStart}; raw numbers: \`tools/bench/results/scale-${mode}.json\`.`;
-    writeFileSync(opts.out, spliceScale(existsSync(opts.out) ? readFileSync(opts.out, 'utf8') : '# Benchmarks\n', scaleMarkdown(scale, header)));
+    writeFileSync(opts.out, spliceScale(existing(), scaleMarkdown(scale, header)));
     writeFileSync(path.join(resultsDir, `scale-${mode}.json`), JSON.stringify({ facts, scale }, null, 1) + '\n');
   }
-  for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : [])]) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
+  for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : []), ...(floor ? floorTargets(floor) : [])]) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
   log(`wrote ${path.relative(ROOT, opts.out)} in ${facts.elapsedS.toFixed(0)} s`);
 }
 

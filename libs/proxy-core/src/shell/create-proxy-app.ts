@@ -50,7 +50,7 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
       const forwarded = req.method === 'POST' && FORWARDED_ROUTES.has(path);
       // Every response by route, method and status (499: the client left first); an access log line for forwarded ones.
       const exchange = runtime.exchanges.begin(req, res, (ex) => {
-        runtime.metrics.requests.inc({ route: routeLabel(path), method: methodLabel(req.method), status: ex.status });
+        runtime.metrics.countRequest(routeLabel(path), methodLabel(req.method), ex.status);
         if (forwarded) forwarder.log(ex, path);
       });
       if (refusing) {
