@@ -21,8 +21,8 @@ function readmeVariables(heading: string): string[] {
   return [...new Set(names)];
 }
 
-async function serve(command: string, env: Record<string, string>): Promise<{ proc: ImageProcess; url: string }> {
-  const port = await freePort();
+async function serve(command: string, env: Record<string, string>, port?: number): Promise<{ proc: ImageProcess; url: string }> {
+  port ??= await freePort();
   const proc = new ImageProcess([command], { ...env, PORT: String(port), HOST: '127.0.0.1' });
   const url = `http://127.0.0.1:${port}`;
   const up = await waitFor(async () => !proc.exited && (await fetch(`${url}/healthz`)).ok, 20_000, 50);
@@ -111,14 +111,17 @@ describe('SIGTERM to the proxy started as the image starts it', () => {
     await redis.stop();
   });
 
-  it('drains: the open stream finishes with every token, the process exits 0, every log line is JSON', async () => {
+  it('drains: the open stream finishes with every token, the process exits 0, every log line is JSON (at trace level)', async () => {
     await redis.start();
     const token = 'entry-point-token';
-    const cp = await serve('control-plane', { REDIS_URL: redis.url, ADMIN_TOKEN: token, LEASE_SWEEP_S: '0.5' });
-    procs.push(cp.proc);
-    const sim = await serve('sim-instance', { CONTROL_PLANE_URL: cp.url, ADMIN_TOKEN: token, INSTANCE_ID: 'sim-a', TOKEN_MS: '10', TTFT_BASE_MS: '5' });
+    // The sim starts before its control plane listens (as it may under compose or Kubernetes): it retries.
+    const cpPort = await freePort();
+    const sim = await serve('sim-instance', { CONTROL_PLANE_URL: `http://127.0.0.1:${cpPort}`, ADMIN_TOKEN: token, INSTANCE_ID: 'sim-a', TOKEN_MS: '10', TTFT_BASE_MS: '5' });
     procs.push(sim.proc);
-    const proxy = await serve('proxy', { REDIS_URL: redis.url, DRAIN_SETTLE_S: '1', DRAIN_TIMEOUT_S: '20', PROXY_NAME: 'entry' });
+    expect(await waitFor(() => sim.proc.output.includes('control plane not reachable yet'), 10_000)).toBe(true);
+    const cp = await serve('control-plane', { REDIS_URL: redis.url, ADMIN_TOKEN: token, LOG_LEVEL: 'trace' }, cpPort);
+    procs.push(cp.proc);
+    const proxy = await serve('proxy', { REDIS_URL: redis.url, DRAIN_SETTLE_S: '1', DRAIN_TIMEOUT_S: '20', PROXY_NAME: 'entry', LOG_LEVEL: 'trace' });
     procs.push(proxy.proc);
     expect(await waitFor(async () => (await fetch(`${proxy.url}/readyz`)).ok && (await (await fetch(`${proxy.url}/v1/models`)).text()).includes('sim-llama'), 20_000)).toBe(true);
 
