@@ -121,33 +121,32 @@ describe('SIGTERM to the proxy started as the image starts it', () => {
     expect(await waitFor(() => sim.proc.output.includes('control plane not reachable yet'), 10_000)).toBe(true);
     const cp = await serve('control-plane', { REDIS_URL: redis.url, ADMIN_TOKEN: token, LOG_LEVEL: 'trace' }, cpPort);
     procs.push(cp.proc);
-    const proxy = await serve('proxy', { REDIS_URL: redis.url, DRAIN_SETTLE_S: '1', DRAIN_TIMEOUT_S: '20', PROXY_NAME: 'entry', LOG_LEVEL: 'trace' });
+    const proxy = await serve('proxy', { REDIS_URL: redis.url, DRAIN_SETTLE_S: '2', DRAIN_TIMEOUT_S: '20', PROXY_NAME: 'entry', LOG_LEVEL: 'trace' });
     procs.push(proxy.proc);
     expect(await waitFor(async () => (await fetch(`${proxy.url}/readyz`)).ok && (await (await fetch(`${proxy.url}/v1/models`)).text()).includes('sim-llama'), 20_000)).toBe(true);
 
     const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-    // 300 tokens at 10 ms: the stream is open for about 3 s, across the settle window and into the drain.
-    const stream = await client.chat.completions.create({ model: 'sim-llama', messages: [{ role: 'user', content: 'drain me' }], max_tokens: 300, stream: true });
+    // 400 tokens at 10 ms: the stream is open for 4 s or more, across the settle window and into the drain.
+    const stream = await client.chat.completions.create({ model: 'sim-llama', messages: [{ role: 'user', content: 'drain me' }], max_tokens: 400, stream: true });
     let text = '';
     let finish: string | null | undefined;
-    let signalled = false;
+    let notReady: Promise<boolean> | undefined;
     for await (const chunk of stream) {
       text += chunk.choices[0]?.delta?.content ?? '';
       finish = chunk.choices[0]?.finish_reason ?? finish;
-      if (!signalled && text.length > 0) {
-        signalled = true;
+      if (!notReady && text.length > 0) {
         expect(proxy.proc.child.kill('SIGTERM')).toBe(true);
-        // Readiness turns at once, while the stream goes on.
-        expect((await fetch(`${proxy.url}/readyz`)).status).toBe(503);
+        // Readiness turns within the settle window, while the stream goes on.
+        notReady = waitFor(async () => (await fetch(`${proxy.url}/readyz`)).status === 503, 5000);
       }
     }
-    expect(signalled).toBe(true);
-    expect(text).toBe('tok' + ' tok'.repeat(299));
+    expect(await notReady).toBe(true);
+    expect(text).toBe('tok' + ' tok'.repeat(399));
     expect(finish).toBe('length');
     expect(await proxy.proc.exit).toEqual({ code: 0, signal: null });
 
     const lines = proxy.proc.jsonLines();
-    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^draining: not ready/), expect.stringMatching(/^draining: refusing new work; waiting for 1 open/), 'drained']));
+    expect(lines.map((l) => l.msg)).toEqual(expect.arrayContaining([expect.stringMatching(/^draining: not ready/), expect.stringMatching(/^draining: refusing new work; waiting for [1-9]\d* open/), 'drained']));
 
     // The control plane and the sim stop on SIGTERM too, with exit 0 and JSON only.
     for (const p of [sim.proc, cp.proc]) {
