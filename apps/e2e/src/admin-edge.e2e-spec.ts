@@ -114,3 +114,35 @@ describe('admin bodies are JSON only', () => {
     expect(r).toMatchObject({ status: 400, body: { error: { code: 'invalid_body', message: 'body: a key named __proto__ is not accepted' } } });
   });
 });
+
+/** One named case per bad input: 400 in the OpenAI shape naming the field, and the instance list unchanged. */
+async function refused(body: unknown, param: string, message: RegExp, url = '/v1/instances') {
+  const before = await ids();
+  const r = await json('POST', url, body);
+  expect(r.status).toBe(400);
+  expect(r.body.error).toMatchObject({ type: 'invalid_request_error', param });
+  expect(r.body.error?.message).toMatch(message);
+  expect(await ids()).toEqual(before);
+}
+
+describe('registration URLs and endpoints', () => {
+  it.each([
+    ['ending in ? (it would take over the upstream path)', 'http://127.0.0.1:9/?'],
+    ['with a query', 'http://127.0.0.1:9/v1?x=1'],
+    ['ending in #', 'http://127.0.0.1:9#'],
+    ['with a fragment', 'http://127.0.0.1:9/#frag'],
+    ['with credentials', 'http://user:secret@127.0.0.1:9'],
+  ])('a url %s is refused naming url', async (_what, url) => {
+    await refused({ instance_id: 'bad-url', url, models: ['m'] }, 'url', /^url: must not/);
+  });
+
+  it.each([
+    ['not a path', ['v1/chat/completions'], 'endpoints.0'],
+    ['with a query', ['/v1/chat/completions?stream=true'], 'endpoints.0'],
+    ['with a dot-dot segment', ['/v1/../debug/status'], 'endpoints.0'],
+    ['listed twice', ['/v1/embeddings', '/v1/embeddings'], 'endpoints.1'],
+    ['empty', [], 'endpoints'],
+  ])('endpoints %s are refused naming the entry', async (_what, endpoints, param) => {
+    await refused({ instance_id: 'bad-endpoints', url: 'http://127.0.0.1:9', models: ['m'], endpoints }, param, /^endpoints/);
+  });
+});
