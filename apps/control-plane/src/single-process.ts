@@ -7,7 +7,7 @@ import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { PinoNestLogger } from '@switchyard/nest-common';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
 import { createControlPlane } from './bootstrap';
-import { loadControlPlaneConfig } from './config';
+import { agentToken, loadControlPlaneConfig } from './config';
 import { singleProcessHelp } from './help';
 
 /**
@@ -45,7 +45,7 @@ async function main() {
   } else {
     for (let i = 0; i < 2; i++) {
       const port = simBasePort + i;
-      const simConfig = loadSimConfig({ PORT: String(port), INSTANCE_ID: `sim-${i + 1}`, CONTROL_PLANE_URL: cpUrl, ADMIN_TOKEN: cpConfig.ADMIN_TOKEN });
+      const simConfig = loadSimConfig({ PORT: String(port), INSTANCE_ID: `sim-${i + 1}`, CONTROL_PLANE_URL: cpUrl, ADMIN_TOKEN: agentToken(cpConfig) });
       const sim = new SimServer(simConfig);
       await sim.listen(port, '127.0.0.1');
       const agent = new RegistrationAgent(simConfig, sim, `http://127.0.0.1:${port}`, (line) => log.log(line));

@@ -80,3 +80,12 @@ describe('config file', () => {
     expect(() => configFileFrom(undefined, { SWITCHYARD_CONFIG: path.join(dir, 'nope.yaml') })).toThrow(/nope\.yaml: cannot read \(ENOENT\)/);
   });
 });
+
+describe('declared instance URLs', () => {
+  it('refuses a query, a fragment or credentials, as registration does', () => {
+    for (const url of ['http://a:1/?x=1', 'http://a:1#f', 'http://u:p@a:1', 'http://a:1?']) {
+      expect(() => declaredInstances({ INSTANCES: url })).toThrow(/^invalid configuration: INSTANCES: .*must not have a query, a fragment, spaces or credentials/);
+    }
+    expect(declaredInstances({ INSTANCES: 'http://a:1/v1,https://b' }).map((d) => d.url)).toEqual(['http://a:1/v1', 'https://b']);
+  });
+});

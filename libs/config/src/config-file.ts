@@ -10,7 +10,12 @@ export type ConfigSection = (typeof CONFIG_SECTIONS)[number];
 /** One instance the operator declares in the file (or in INSTANCES): probed like any other. */
 export const declaredInstanceSchema = z
   .object({
-    url: z.string().max(2048).refine((v) => URL.canParse(v) && ['http:', 'https:'].includes(new URL(v).protocol), { message: 'must be an absolute http(s) URL' }),
+    url: z
+      .string()
+      .max(2048)
+      .refine((v) => URL.canParse(v) && ['http:', 'https:'].includes(new URL(v).protocol), { message: 'must be an absolute http(s) URL' })
+      // As at registration (instanceUrlSchema in contracts, which this library may not import): the proxy appends the API path.
+      .refine((v) => !/[?#\s]/.test(v) && !v.slice(v.indexOf('//') + 2).split('/')[0].includes('@'), { message: 'must not have a query, a fragment, spaces or credentials' }),
     /** Read from the engine's /v1/models when omitted. */
     models: z.array(z.string().min(1).max(256)).min(1).max(256).optional(),
     id: z.string().regex(/^[A-Za-z0-9_.:@\-]{1,200}$/, 'must be 1-200 characters of A-Z a-z 0-9 _ . : @ -').optional(),

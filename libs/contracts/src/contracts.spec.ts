@@ -32,6 +32,36 @@ describe('instance registration schema', () => {
   });
 });
 
+describe('registration url and endpoints', () => {
+  const fails = (body: Record<string, unknown>) => {
+    const r = instanceRegistrationSchema.safeParse({ models: ['m'], ...body });
+    return r.success ? '' : formatZodError(r.error);
+  };
+  it.each([
+    ['a query', 'http://h:1/?api-version=1', /^url: must not have a query or a fragment/],
+    ['an empty query', 'http://h:1?', /^url: must not have a query or a fragment/],
+    ['a fragment', 'http://h:1/#x', /^url: must not have a query or a fragment/],
+    ['an empty fragment', 'http://h:1#', /^url: must not have a query or a fragment/],
+    ['credentials', 'http://user:pw@h:1', /^url: must not carry credentials/],
+    ['an empty user', 'http://@h:1', /^url: must not carry credentials/],
+    ['a space', 'http://h:1/ v1', /^url: must be printable ASCII/],
+    ['a newline', 'http://h:1/\nx', /^url: must be printable ASCII/],
+  ])('refuses a url with %s, naming url', (_what, url, message) => {
+    expect(fails({ url })).toMatch(message);
+  });
+  it('keeps a path prefix (an instance behind an ingress)', () => {
+    expect(toInstanceRecord(instanceRegistrationSchema.parse({ url: 'https://gw.example/team-a/', models: ['m'] }), 30, 0).url).toBe('https://gw.example/team-a');
+  });
+  it('takes endpoints as plain paths, each once, at least one', () => {
+    expect(instanceRegistrationSchema.parse({ url: 'http://h:1', models: ['m'], endpoints: ['/v1/chat/completions', '/v1/rerank', '/rerank'] }).endpoints).toHaveLength(3);
+    expect(fails({ url: 'http://h:1', endpoints: [] })).toMatch(/^endpoints: must list at least one route/);
+    expect(fails({ url: 'http://h:1', endpoints: ['/v1/embeddings', '/v1/embeddings'] })).toMatch(/^endpoints\.1: \/v1\/embeddings listed twice/);
+    for (const bad of ['v1/chat', '/v1/chat?x=1', '/v1/../admin', '/v1//chat', '/', '/v1/chat/', '/v1/ chat', '/v1/%2e%2e']) {
+      expect([bad, fails({ url: 'http://h:1', endpoints: [bad] })]).toEqual([bad, expect.stringMatching(/^endpoints\.0: must be a path like/)]);
+    }
+  });
+});
+
 describe('heartbeat schema', () => {
   it('rejects inflight', () => {
     const r = heartbeatSchema.safeParse({ inflight: 3 });

@@ -13,6 +13,7 @@ export interface ErrorBody {
 export type ErrorType =
   | 'invalid_request_error'
   | 'authentication_error'
+  | 'permission_error'
   | 'not_found_error'
   | 'rate_limit_error'
   | 'server_error'

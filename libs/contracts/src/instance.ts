@@ -6,12 +6,36 @@ export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_.:@\-]{1,200}$/;
 /** The OpenAI routes an instance serves unless it says otherwise. */
 export const DEFAULT_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
 
-const httpUrl = z
+/**
+ * Where an instance is reached. The proxy appends the API path to it, so a query or a fragment
+ * would take over every upstream path, and credentials would be sent to whoever the URL names.
+ */
+export const instanceUrlSchema = z
   .string()
   .max(2048)
-  .refine((value) => URL.canParse(value), { message: 'must be an absolute URL' })
-  .refine((value) => !URL.canParse(value) || ['http:', 'https:'].includes(new URL(value).protocol), {
-    message: 'scheme must be http or https',
+  .superRefine((value, ctx) => {
+    const fail = (message: string) => ctx.addIssue({ code: z.ZodIssueCode.custom, message });
+    if (!/^[\x21-\x7E]+$/.test(value)) return fail('must be printable ASCII without spaces');
+    if (!URL.canParse(value)) return fail('must be an absolute URL');
+    const u = new URL(value);
+    if (!['http:', 'https:'].includes(u.protocol)) return fail('scheme must be http or https');
+    if (u.username || u.password || value.slice(u.protocol.length + 2).split(/[/?#]/)[0].includes('@')) return fail('must not carry credentials (user:password@)');
+    if (value.includes('?') || value.includes('#')) return fail('must not have a query or a fragment: the proxy appends the API path to it');
+  });
+
+const ENDPOINT_PATTERN = /^(\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$/;
+
+/** The routes an instance serves: plain paths, each once. */
+const endpointsSchema = z
+  .array(z.string().max(128).regex(ENDPOINT_PATTERN, 'must be a path like /v1/chat/completions (segments of A-Z a-z 0-9 . _ ~ -, no query)'))
+  .min(1, 'must list at least one route')
+  .max(64)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((e, i) => {
+      if (seen.has(e)) ctx.addIssue({ code: z.ZodIssueCode.custom, path: [i], message: `${e} listed twice` });
+      seen.add(e);
+    });
   });
 
 const name = z.string().min(1).max(256);
@@ -19,11 +43,11 @@ const name = z.string().min(1).max(256);
 export const instanceRegistrationSchema = z
   .object({
     instance_id: z.string().regex(INSTANCE_ID_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 _ . : @ -').optional(),
-    url: httpUrl.optional(),
+    url: instanceUrlSchema.optional(),
     host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.\-\[\]:]+$/, 'must be a hostname or IP address').optional(),
     port: z.number().int().min(1).max(65535).optional(),
     models: z.array(name).min(1, 'must list at least one model').max(256),
-    endpoints: z.array(z.string().startsWith('/', 'must start with /').max(256)).max(64).optional(),
+    endpoints: endpointsSchema.optional(),
     tags: z.array(name).max(64).default([]),
     weight: z.number().positive().max(1000).default(1),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),

@@ -2,7 +2,26 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { errorBody, ErrorType } from '@switchyard/contracts';
 import type { FastifyReply } from 'fastify';
 
-const TYPE_BY_STATUS: Record<number, ErrorType> = { 400: 'invalid_request_error', 401: 'authentication_error', 404: 'not_found_error', 413: 'invalid_request_error' };
+const TYPE_BY_STATUS: Record<number, ErrorType> = {
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  429: 'rate_limit_error',
+  503: 'service_unavailable',
+  504: 'timeout_error',
+};
+
+/** Codes for the errors the framework raises itself (no route, bad or empty JSON, body too large, wrong content type). */
+const CODE_BY_STATUS: Record<number, string> = {
+  400: 'invalid_body',
+  404: 'route_not_found',
+  405: 'method_not_allowed',
+  413: 'body_too_large',
+  414: 'uri_too_long',
+  415: 'unsupported_media_type',
+};
+
+const typeFor = (status: number): ErrorType => TYPE_BY_STATUS[status] ?? (status < 500 ? 'invalid_request_error' : 'server_error');
 
 /** Every error leaves as the OpenAI error shape; never a stack trace. */
 @Catch()
@@ -20,12 +39,14 @@ export class OpenAiErrorFilter implements ExceptionFilter {
         return;
       }
       const message = typeof res === 'string' ? res : String((res as { message?: unknown }).message ?? exception.message);
-      void reply.status(status).send(errorBody(message, TYPE_BY_STATUS[status] ?? 'server_error', null));
+      void reply.status(status).send(errorBody(message, typeFor(status), CODE_BY_STATUS[status] ?? null));
       return;
     }
-    const status = (exception as { statusCode?: number }).statusCode;
-    if (status && status >= 400 && status < 500) {
-      void reply.status(status).send(errorBody((exception as Error).message, 'invalid_request_error', null));
+    // Fastify's errors (body parsing, limits) carry a statusCode; their own code names Fastify, not the problem.
+    const err = exception as { statusCode?: number; code?: unknown; message?: string };
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+      const code = typeof err.code === 'string' && !err.code.startsWith('FST_') ? err.code : (CODE_BY_STATUS[err.statusCode] ?? null);
+      void reply.status(err.statusCode).send(errorBody(String(err.message), typeFor(err.statusCode), code));
       return;
     }
     this.logger.error(exception);

@@ -1,10 +1,11 @@
 import { Controller, Get, Query, UseGuards } from '@nestjs/common';
 import type { DebugStatusResponse, InstanceLoadsResponse } from '@switchyard/contracts';
-import { AdminTokenGuard } from '../common/admin-token.guard';
+import { AdminTokenGuard, NeedsRole } from '../common/admin-token.guard';
 import { DebugService } from './debug.service';
 
 @Controller('debug')
 @UseGuards(AdminTokenGuard)
+@NeedsRole('read')
 export class DebugController {
   constructor(private readonly debug: DebugService) {}
 

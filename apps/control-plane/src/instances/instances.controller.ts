@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { errorBody, heartbeatSchema, INFLIGHT_REJECTED_MESSAGE, instanceRegistrationSchema, legacyHeartbeatSchema } from '@switchyard/contracts';
 import { z } from 'zod';
-import { AdminTokenGuard } from '../common/admin-token.guard';
+import { AdminTokenGuard, NeedsRole } from '../common/admin-token.guard';
 import { parseBody } from '../common/zod-body';
 import { InstancesService } from './instances.service';
 
@@ -35,11 +35,13 @@ export class InstancesController {
   }
 
   @Get('v1/instances')
+  @NeedsRole('read')
   async list(@Query('include_dead') includeDead?: string) {
     return { instances: await this.instances.list(includeDead === 'true' || includeDead === '1') };
   }
 
   @Get('v1/instances/:id')
+  @NeedsRole('read')
   get(@Param('id') id: string) {
     return this.instances.get(id);
   }
@@ -72,6 +74,7 @@ export class InstancesController {
   }
 
   @Get('v1/instance/list')
+  @NeedsRole('read')
   legacyList(@Query('include_dead') includeDead?: string) {
     return this.list(includeDead);
   }
