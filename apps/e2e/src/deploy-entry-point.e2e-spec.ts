@@ -118,7 +118,7 @@ describe('SIGTERM to the proxy started as the image starts it', () => {
     const cpPort = await freePort();
     const sim = await serve('sim-instance', { CONTROL_PLANE_URL: `http://127.0.0.1:${cpPort}`, ADMIN_TOKEN: token, INSTANCE_ID: 'sim-a', TOKEN_MS: '10', TTFT_BASE_MS: '5' });
     procs.push(sim.proc);
-    expect(await waitFor(() => sim.proc.output.includes('control plane not reachable yet'), 10_000)).toBe(true);
+    expect(await waitFor(() => /control plane at \S+ not reachable/.test(sim.proc.output), 10_000)).toBe(true);
     const cp = await serve('control-plane', { REDIS_URL: redis.url, ADMIN_TOKEN: token, LOG_LEVEL: 'trace' }, cpPort);
     procs.push(cp.proc);
     const proxy = await serve('proxy', { REDIS_URL: redis.url, DRAIN_SETTLE_S: '2', DRAIN_TIMEOUT_S: '20', PROXY_NAME: 'entry', LOG_LEVEL: 'trace' });

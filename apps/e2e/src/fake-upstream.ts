@@ -1,13 +1,18 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-/** A scripted OpenAI-compatible upstream in the test process, for failure cases a simulator would not produce. */
+/**
+ * A scripted OpenAI-compatible upstream in the test process, for failure cases a simulator would not produce.
+ * The control plane's probes (GET /health) get a healthy engine's answer and do not count as hits:
+ * `hits` counts the inference requests the script answers.
+ */
 export class FakeUpstream {
   readonly server: http.Server;
   hits = 0;
 
   constructor(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: Record<string, unknown>) => void) {
     this.server = http.createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/health') return void res.writeHead(200).end();
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
