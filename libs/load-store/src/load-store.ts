@@ -45,10 +45,15 @@ export interface LeaseRenewal {
   controlPlaneAlive: boolean;
 }
 
-/** Where a proxy's copy of the registry stands: the registry version and the last liveness/engine change it has seen. */
+/**
+ * Where a proxy's copy of the registry stands: the registry version, the last liveness/engine change
+ * it has seen, and the moment liveness was judged at (so ttls that lapsed since then are news even
+ * before a sweep records them).
+ */
 export interface RegistryCursor {
   version: number;
   changes: number;
+  at: number;
 }
 
 /** What routing needs of an instance beyond its record, as of the read. */
@@ -62,8 +67,9 @@ export interface InstanceLiveness {
 
 /**
  * One registry sync: nothing when neither the registry nor any liveness or engine signal changed
- * since the cursor (one small read); the instances whose liveness or engine signals changed when
- * only those did; every record with its liveness when the registry itself changed (or no cursor).
+ * since the cursor (one small read); the instances whose liveness or engine signals changed (or
+ * whose ttl lapsed) when only those did; every record with its liveness when the registry itself
+ * changed (or no cursor).
  */
 export type RegistrySync =
   | { kind: 'unchanged'; cursor: RegistryCursor }

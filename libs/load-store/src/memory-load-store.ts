@@ -161,7 +161,8 @@ export class MemoryLoadStore implements LoadStore {
 
   async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
     const now = this.now();
-    const cursor = { version: this.version, changes: this.changeSeq };
+    const at = this.judgedAt(now);
+    const cursor = { version: this.version, changes: this.changeSeq, at };
     const liveness = (e: Entry): InstanceLiveness => ({
       instance_id: e.record.instance_id,
       is_alive: this.isAlive(e, now),
@@ -172,9 +173,12 @@ export class MemoryLoadStore implements LoadStore {
     if (!since || since.version !== this.version || since.changes > this.changeSeq) {
       return { kind: 'full', cursor, instances: [...this.instances.values()].map((e) => ({ ...e.record, ...liveness(e) })).sort(byId) };
     }
-    if (since.changes === this.changeSeq) return { kind: 'unchanged', cursor };
-    const changed = [...this.changedAt].filter(([, seq]) => seq > since.changes).map(([id]) => this.instances.get(id));
-    return { kind: 'changes', cursor, changed: changed.filter((e): e is Entry => e !== undefined).map(liveness).sort(byId) };
+    const ids = new Set([...this.changedAt].filter(([, seq]) => seq > since.changes).map(([id]) => id));
+    // Alive when the cursor was taken, lapsed now: news even before a sweep records it.
+    for (const e of this.instances.values()) if (e.watched && e.expiresAt >= since.at && e.expiresAt < at) ids.add(e.record.instance_id);
+    if (ids.size === 0) return { kind: 'unchanged', cursor };
+    const changed = [...ids].map((id) => this.instances.get(id)).filter((e): e is Entry => e !== undefined);
+    return { kind: 'changes', cursor, changed: changed.map(liveness).sort(byId) };
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireResult> {

@@ -182,6 +182,7 @@ export class PooledLoadStore implements LoadStore {
     const cursor: PooledCursor = {
       version: answers.reduce((n, a) => n + a.cursor.version, 0),
       changes: answers.reduce((n, a) => n + a.cursor.changes, 0),
+      at: Math.max(...answers.map((a) => a.cursor.at)),
       pools: Object.fromEntries(answers.map((a, i) => [pools[i], a.cursor])),
     };
     if (answers.every((a) => a.kind === 'unchanged')) return { kind: 'unchanged', cursor };

@@ -232,13 +232,13 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async syncRegistry(since: RegistryCursor | null): Promise<RegistrySync> {
-    const raw = (await this.run('sySync', since?.version ?? -1, since?.changes ?? -1)) as [[number, Field, number, number], string[]?, ...Field[][]];
+    const raw = (await this.run('sySync', since?.version ?? -1, since?.changes ?? -1, since?.at ?? -1)) as [[number, Field, number, number], string[]?, ...Field[][]];
     const [[now, cpUntil, version, changes], ids = []] = raw;
-    const cursor = { version, changes };
+    const at = judgedAt(now, cpUntil);
+    const cursor = { version, changes, at };
     if (raw.length === 1) return { kind: 'unchanged', cursor };
     const full = since === null || since.version !== version || since.changes > changes;
     const columns = raw.slice(full ? 4 : 2) as Field[][];
-    const at = judgedAt(now, cpUntil);
     const liveness = ids.map((instance_id, i): InstanceLiveness => {
       const [exp, down, qps, wait, sat] = scripts.SYNC_FIELDS.map((_, k) => columns[k][i]);
       return {

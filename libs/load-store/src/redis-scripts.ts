@@ -602,21 +602,32 @@ return reaped
 export const SYNC_FIELDS = ['exp', 'down', 'qps', 'wait', 'sat'] as const;
 
 /**
- * ARGV: prefix, version, changes (the caller's cursor; -1 -1 for none).
+ * ARGV: prefix, version, changes, at (the caller's cursor; -1 -1 -1 for none).
  * Returns {{now, cp_until, version, changes}} when nothing changed since the cursor: one small read.
  * Otherwise {head, ids, [rec, reg when full,] ...SYNC_FIELDS values for those ids}: every instance when the
- * version moved, else only those whose liveness or engine signals changed after the cursor.
+ * version moved, else those whose liveness or engine signals changed after the cursor, or whose ttl
+ * lapsed since the moment it was judged at (a lapse is news before any sweep records it).
  */
-export const SYNC = `${NOW}
+export const SYNC = `${NOW}${JUDGED_AT}
 local p = ARGV[1]
 local ver = tonumber(redis.call('GET', p .. 'ver') or '0')
 local seq = tonumber(redis.call('GET', p .. 'chgseq') or '0')
-local head = { now_ms(), redis.call('HGET', p .. 'cp', 'until'), ver, seq }
+local now = now_ms()
+local head = { now, redis.call('HGET', p .. 'cp', 'until'), ver, seq }
 -- A change counter behind the caller's means a new (emptied) Redis: start over.
 local full = tonumber(ARGV[2]) ~= ver or tonumber(ARGV[3]) > seq
-if not full and tonumber(ARGV[3]) == seq then return { head } end
 local ids
-if full then ids = redis.call('HKEYS', p .. 'rec') else ids = redis.call('ZRANGEBYSCORE', p .. 'chg', '(' .. ARGV[3], '+inf') end
+if full then
+  ids = redis.call('HKEYS', p .. 'rec')
+else
+  ids = redis.call('ZRANGEBYSCORE', p .. 'chg', '(' .. ARGV[3], '+inf')
+  local seen = {}
+  for _, id in ipairs(ids) do seen[id] = true end
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'live', ARGV[4], '(' .. judged_at(p, now))) do
+    if not seen[id] then ids[#ids + 1] = id end
+  end
+  if #ids == 0 then return { head } end
+end
 local out = { head, ids }
 local fields = { ${SYNC_FIELDS.map((f) => `'${f}'`).join(', ')} }
 if full then

@@ -74,4 +74,21 @@ describe('RegistryCache', () => {
     expect(cache.models()).toEqual(['m', 'n']);
     expect(dump).not.toHaveBeenCalled();
   });
+
+  it('learns that a ttl lapsed at its next pull, with no sweep, and drops the model from /v1/models', async () => {
+    let now = 1_000_000;
+    const store = new MemoryLoadStore({ now: () => now });
+    await store.register(rec('a', ['m'], 10));
+    await store.register(rec('b', ['m', 'only-b'], 2));
+    const cache = new RegistryCache(store);
+    await cache.pull();
+    expect(cache.models()).toEqual(['m', 'only-b']);
+    now += 1000;
+    await store.heartbeat('a', {});
+    now += 1500;
+    await cache.pull();
+    expect(cache.get('b')?.is_alive).toBe(false);
+    expect(cache.models()).toEqual(['m']);
+    expect(cache.candidates('m', new Map(), []).filter((c) => c.is_alive).map((c) => c.instance_id)).toEqual(['a']);
+  });
 });

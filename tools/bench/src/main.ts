@@ -12,6 +12,7 @@ import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
 import { ProcessGroup, ROOT, which } from './procs';
 import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
 import { runScale, ScaleResult, ScaleSettings } from './scale';
+import { FleetRunSettings, runFleet } from './scale-fleet';
 import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
 
 interface Options {
@@ -36,7 +37,7 @@ function parseArgs(argv: string[]): Options {
   return opts;
 }
 
-function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; scale: ScaleSettings; floor: FloorSettings; limitS: number } {
+function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: BalanceSettings; scale: ScaleSettings; fleet: FleetRunSettings; floor: FloorSettings; limitS: number } {
   const balance: BalanceSettings = {
     instances: 8,
     proxies: 4,
@@ -55,8 +56,9 @@ function settingsFor(quick: boolean): { overhead: OverheadSettings; balance: Bal
     ? { connections: 32, durationS: 2, warmupS: 1, idleStreams: 5000, rssTargets: ['switchyard'], withRequestLog: false }
     : { connections: 32, durationS: 10, warmupS: 3, idleStreams: 5000, rssTargets: ['switchyard', 'nginx', 'haproxy'], withRequestLog: true };
   const scale: ScaleSettings = { instances: [8, 64, 256, 1000], clients: [1, 32], cellMs: quick ? 1500 : 5000, rounds: 5 };
+  const fleet: FleetRunSettings = { instances: [8, 1000], proxies: 4, connectionsPerProxy: 8, durationS: quick ? 3 : 10, warmupS: quick ? 1 : 3 };
   const floor: FloorSettings = { connections: 32, streams: 300, chunks: 100, chunkMs: 20, durationS: quick ? 3 : 10, warmupS: quick ? 5 : 8, rounds: quick ? 2 : 4, workers: true };
-  return { overhead, balance, scale, floor, limitS: quick ? 400 : 2400 };
+  return { overhead, balance, scale, fleet, floor, limitS: quick ? 500 : 2700 };
 }
 
 const STRATEGY_ORDER: StrategyKey[] = ['round_robin', 'local_least_load', 'shared_least_load', 'global_least_load'];
@@ -95,7 +97,7 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const opts = parseArgs(argv);
   const mode = opts.quick ? 'quick' : 'full';
-  const { overhead: oSettings, balance: bSettings, scale: sSettings, floor: fSettings, limitS } = settingsFor(opts.quick);
+  const { overhead: oSettings, balance: bSettings, scale: sSettings, fleet: flSettings, floor: fSettings, limitS } = settingsFor(opts.quick);
   const t0 = performance.now();
   const log = (m: string) => console.log(`[bench +${((performance.now() - t0) / 1000).toFixed(0).padStart(3)}s] ${m}`);
   if (!which('wrk') && opts.only !== 'balance' && opts.only !== 'scale') throw new Error('wrk is not installed (apt-get install -y wrk): it is the load generator of the overhead benchmark');
@@ -134,6 +136,10 @@ async function main(): Promise<void> {
     if (opts.only === undefined || opts.only === 'scale') {
       log(`3. scale: old and new selection scripts at ${sSettings.instances.join(', ')} instances, ${sSettings.clients.join(' and ')} clients`);
       scale = await runScale(sSettings, log);
+      if (which('wrk')) {
+        log(`3b. scale, processes: ${flSettings.proxies} proxies in front of ${flSettings.instances.join(' and ')} instances, one wrk per proxy`);
+        scale.fleet = await runFleet(group, flSettings, log);
+      } else log('SKIP scale process run: wrk is not installed (apt-get install -y wrk)');
     }
     if (opts.only === undefined || opts.only === 'floor') {
       log('4. floor: the proxy against a minimal node http + undici + pipeline proxy');

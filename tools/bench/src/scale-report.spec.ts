@@ -39,4 +39,10 @@ describe('scale report', () => {
     expect(second).toContain('## Later section');
     expect(second.match(/## Selection at fleet scale/g)).toHaveLength(1);
   });
+
+  it('adds the process run when there is one', () => {
+    const withFleet: ScaleResult = { ...result, fleet: [{ instances: 1000, proxies: 4, rps: 2500.4, p99Ms: 12.34, errors: 0, scriptUsPerRequest: 41.2, scriptsPerRequest: 2.01 }] };
+    expect(scaleMarkdown(withFleet, 'h')).toContain('| 1,000 | 4 | 2,500 | 12.3 ms | 0 | 41.2 | 2.01 |');
+    expect(scaleMarkdown(result, 'h')).not.toContain('Process run');
+  });
 });

@@ -72,6 +72,16 @@ export function scaleMarkdown(r: ScaleResult, header: string): string {
     for (const t of targets) out.push(`| ${t.name} | ${t.goal} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`);
     out.push('');
   }
+  if (r.fleet?.length) {
+    out.push(
+      `Process run: ${r.fleet[0].proxies} proxy processes (least_load, one shared Redis) in front of N registered instances that one fast upstream process serves, one single-thread wrk per proxy (JSON chat completions); "Redis scripts" sums every script the run caused (acquires, releases, lease renewals, reconciles, registry syncs) per proxied request. Everything shares the 2 CPUs, so requests/s is bounded by the proxies and wrk, not by Redis.`,
+    );
+    out.push('');
+    out.push('| instances | proxies | requests/s | p99 (worst proxy) | errors | Redis scripts µs/request | scripts/request |');
+    out.push('|---:|---:|---:|---:|---:|---:|---:|');
+    for (const f of r.fleet) out.push(`| ${f.instances.toLocaleString('en-US')} | ${f.proxies} | ${rate(f.rps)} | ${f.p99Ms.toFixed(1)} ms | ${f.errors} | ${us(f.scriptUsPerRequest)} | ${f.scriptsPerRequest.toFixed(2)} |`);
+    out.push('');
+  }
   out.push(END);
   return out.join('\n');
 }

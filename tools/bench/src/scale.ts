@@ -9,6 +9,7 @@ import Redis from 'ioredis';
 import { RedisLoadStore } from '@switchyard/load-store';
 import { RedisServer } from '@switchyard/testing';
 import { OLD_ACQUIRE, OLD_REGISTER, OLD_RELEASE } from './scale-baseline';
+import type { FleetRun } from './scale-fleet';
 
 export interface ScaleSettings {
   instances: number[];
@@ -38,6 +39,8 @@ export interface ScaleCell {
 
 export interface ScaleResult {
   settings: ScaleSettings;
+  /** The process run: proxies in front of many instances (see scale-fleet.ts); absent when wrk is missing. */
+  fleet?: FleetRun[];
   redisVersion: string;
   /** The same measure for two do-nothing scripts per request (EVALSHA of 'return 1'): what the machine's state adds to any script. */
   floorUsPerRequest: number;
