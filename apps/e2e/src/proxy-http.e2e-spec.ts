@@ -8,6 +8,7 @@ const redis = new RedisServer();
 const procs: AppProcess[] = [];
 let cpUrl = '';
 let proxyPort = 0;
+let proxy: AppProcess;
 const simUrls: string[] = [];
 
 type Inst = { instance_id: string; load: { inflight: number } };
@@ -38,7 +39,8 @@ beforeAll(async () => {
     expect(res.ok).toBe(true);
   }
   proxyPort = await freePort();
-  procs.push(await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'http', RECONCILE_S: '1' }).start(proxyPort));
+  proxy = await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'http', RECONCILE_S: '1', DRAIN_SETTLE_S: '0' }).start(proxyPort);
+  procs.push(proxy);
   expect(await waitFor(async () => (await fetch(`http://127.0.0.1:${proxyPort}/readyz`)).ok)).toBe(true);
 });
 
@@ -84,5 +86,15 @@ describe('proxy HTTP/1.1 edge cases', () => {
     expect((await reached()) - before).toBe(2);
     const ok = await fetch(`http://127.0.0.1:${proxyPort}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'sim-llama', messages: [], max_tokens: 3 }) });
     expect(ok.status).toBe(200);
+  });
+
+  it('after pipelined clients left, a drain finds nothing open and never waits for DRAIN_TIMEOUT_S', async () => {
+    await pipelineAndLeave(5, 100);
+    expect(await waitFor(async () => (await openExchanges()) === 0, 1000)).toBe(true);
+    const exited = proxy.exited();
+    proxy.signal('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(proxy.output).toMatch(/waiting for 0 open exchange\(s\)/);
+    expect(proxy.output).not.toMatch(/DRAIN_TIMEOUT_S .* passed/);
   });
 });

@@ -46,9 +46,13 @@ export class Exchange {
     return this.complete ? this.res.statusCode : CLIENT_GONE;
   }
 
-  /** Aborts with the exchange; made only for exchanges that call upstream. */
+  /** Aborts when the client leaves; made only for exchanges that need one, already aborted if asked for after that. */
   get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.done && !this.complete) this.controller.abort(new Error('the client left'));
+    }
+    return this.controller.signal;
   }
 
   /**

@@ -180,6 +180,27 @@ describe('Forwarder: one slot per exchange, released exactly once on every path'
     expect(await allReleased()).toBe(true);
   });
 
+  it('client gone while queued: leaves the queue holding nothing, and no instance hears of it', async () => {
+    await proxy.close();
+    await store.close();
+    await startProxy({ QUEUE_TIMEOUT_S: '30' }, 1);
+    const finish: (() => void)[] = [];
+    for (const u of ups) u.handler = (_req, res) => (sse(res), res.write('data: 1\n\n'), finish.push(() => res.end('data: [DONE]\n\n')));
+    const running = await Promise.all([post(), post()]);
+    const req = http.request(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end(JSON.stringify({ model: 'm' }));
+    expect(await waitFor(() => proxy.runtime.queue.length === 1, 2000, 5)).toBe(true);
+    req.destroy();
+    expect(await waitFor(() => proxy.runtime.queue.length === 0 && proxy.runtime.exchanges.open === 2, 2000, 5)).toBe(true);
+    expect(proxy.runtime.slots.total).toBe(2);
+    expect(ups.reduce((n, u) => n + u.seen.length, 0)).toBe(2);
+    for (const f of finish) f();
+    for (const r of running) await r.text();
+    expect(await allReleased()).toBe(true);
+    expect(accessLog().find((l) => l.status === 499)).toMatchObject({ complete: false, instance_id: null });
+  });
+
   it('drain timeout: open streams end with an error event and their slots are released', async () => {
     for (const u of ups) u.handler = (_req, res) => (sse(res), res.write('data: 1\n\n'));
     const res = await post();

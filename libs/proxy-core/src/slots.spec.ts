@@ -27,10 +27,16 @@ afterEach(async () => {
 async function ledger(options: Partial<SlotsOptions> = {}): Promise<Slots> {
   const registry = new RegistryCache(store);
   await registry.pull();
-  return new Slots({ store, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, random: () => 0, ...options });
+  const slots = new Slots({ store, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, random: () => 0, ...options });
+  freed.set(slots, 0);
+  slots.onCapacity(() => freed.set(slots, (freed.get(slots) ?? 0) + 1));
+  return slots;
 }
+/** Capacity signals per ledger: one per release the store has answered (or, while degraded, at once). */
+const freed = new WeakMap<Slots, number>();
+/** Waits until the ledger has signalled `n` freed slots in all: the store has those releases. */
+const releases = (slots: Slots, n: number) => waitFor(() => freed.get(slots) === n, 2000, 5);
 const inflight = async (id: string) => (await store.getInstance(id))?.load.inflight;
-const settled = () => new Promise((r) => setTimeout(r, 30));
 
 async function acquired(slots: Slots, tried: string[] = []) {
   const r = await slots.acquire('m', tried);
@@ -47,24 +53,22 @@ describe('Slots ledger', () => {
     expect(slots.view.get('a')).toBe(2);
     s.release();
     s.release();
-    await settled();
+    expect(await releases(slots, 1)).toBe(true);
     expect(slots.view.get('a')).toBe(1);
     expect(await inflight('a')).toBe(1);
     other.release();
-    await settled();
+    expect(await releases(slots, 2)).toBe(true);
     expect(slots.total).toBe(0);
     expect(await inflight('a')).toBe(0);
   });
 
   it('signals freed capacity once the store has the release', async () => {
     const slots = await ledger();
-    let freed = 0;
-    slots.onCapacity(() => (freed += 1));
     const s = await acquired(slots);
     s.release();
-    expect(freed).toBe(0);
-    await settled();
-    expect(freed).toBe(1);
+    expect(freed.get(slots)).toBe(0);
+    expect(await releases(slots, 1)).toBe(true);
+    expect(await inflight(s.instanceId)).toBe(0);
   });
 
   it('a reconcile never erases a slot the store has counted but whose answer has not arrived yet', async () => {
@@ -85,7 +89,7 @@ describe('Slots ledger', () => {
     // Released after the rewrite was queued: the store must see the rewrite (2) and then this release.
     s2.release();
     await reconciled;
-    await settled();
+    expect(await releases(slots, 2)).toBe(true);
     expect(slots.view.get('a')).toBe(1);
     expect(await inflight('a')).toBe(1);
   });
@@ -133,8 +137,7 @@ describe('Slots ledger', () => {
       expect(await inflight(local.instanceId)).toBe(1);
       expect(slots.storeAnswered()).toBe(false);
       local.release();
-      await settled();
-      expect(await inflight(local.instanceId)).toBe(0);
+      expect(await waitFor(async () => (await inflight(local.instanceId)) === 0, 2000, 5)).toBe(true);
     } finally {
       admin.disconnect();
     }

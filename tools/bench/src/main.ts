@@ -169,7 +169,7 @@ async function main(): Promise<void> {
     writeFileSync(opts.out, spliceScale(existing(), scaleMarkdown(scale, header)));
     writeFileSync(path.join(resultsDir, `scale-${mode}.json`), JSON.stringify({ facts, scale }, null, 1) + '\n');
   }
-  for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : []), ...(floor ? floorTargets(floor) : [])]) log(`target ${t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
+  for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : []), ...(floor ? floorTargets(floor) : [])]) log(`target ${t.met === null ? 'SHOWN  ' : t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);
   log(`wrote ${path.relative(ROOT, opts.out)} in ${facts.elapsedS.toFixed(0)} s`);
 }
 
