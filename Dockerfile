@@ -23,8 +23,8 @@ RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean -
 # Runtime: node_modules, dist/ and the entry point; no sources, tests, tools or docs.
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0
-# A 4 MB young-generation semi-space (node's default is 16 MB): a proxy holds ~104 MB RSS after
-# 1,000 requests instead of ~125 MB (docs/benchmarks.md, "Memory of the built proxy").
+# A 4 MB young-generation semi-space (node's default is 16 MB): a proxy holds ~105 MB RSS after
+# 1,000 requests (median of five runs) instead of ~125 MB (docs/benchmarks.md, "Memory of the built proxy").
 ENV NODE_OPTIONS=--max-semi-space-size=4
 WORKDIR /app
 COPY --from=deps --chown=root:root /app/node_modules node_modules

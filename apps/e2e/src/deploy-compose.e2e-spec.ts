@@ -170,7 +170,9 @@ describe('docker-compose.yml', () => {
         if (!p) continue;
         p.child.kill('SIGTERM');
         const grace = seconds(services[name].stop_grace_period ?? '10s');
-        const exit = await Promise.race([p.exit, new Promise((r) => setTimeout(() => r('still running'), grace * 1000))]);
+        let timer: NodeJS.Timeout | undefined;
+        const exit = await Promise.race([p.exit, new Promise((r) => (timer = setTimeout(() => r('still running'), grace * 1000)))]);
+        clearTimeout(timer);
         expect([name, exit]).toEqual([name, { code: 0, signal: null }]);
         expect(p.jsonLines().length).toBeGreaterThan(0);
       }

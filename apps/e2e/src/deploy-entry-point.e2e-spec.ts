@@ -47,7 +47,8 @@ describe('the image entry point (ENTRYPOINT + command, node dist/…)', () => {
     expect(runtime).toMatch(/^USER node$/m);
     expect(runtime).not.toMatch(/^RUN npm|^COPY (apps|libs|tools|docs)\b|^COPY \. /m);
     // Every file the entry point and the health check name is copied in.
-    const copied = [...runtime.matchAll(/^COPY (?:--\S+ )*\S+ (\S+)$/gm)].map((m) => m[1].replace(/^\.\/?$/, 'package.json'));
+    // Paths under WORKDIR: `COPY src dir/` lands at dir/<basename of src>.
+    const copied = [...runtime.matchAll(/^COPY (?:--\S+ )*(\S+) (\S+)$/gm)].map(([, src, dest]) => path.posix.normalize(dest.endsWith('/') ? path.posix.join(dest, path.posix.basename(src)) : dest));
     const { argv } = imageEntryPoint();
     const health = /^HEALTHCHECK .*CMD (\[.*\])$/m.exec(runtime);
     expect(health).not.toBeNull();

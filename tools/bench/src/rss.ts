@@ -2,7 +2,8 @@
  * Memory of one proxy after 1,000 requests: the built JavaScript the image runs
  * (`node dist/apps/proxy/src/main.js`) against the TypeScript register hook of `npm run start:proxy`.
  * Run: `npm run build && node -r @swc-node/register tools/bench/src/rss.ts` (about 30 s);
- * PROXY_NODE_OPTIONS passes node flags to both proxies (e.g. `--max-semi-space-size=4`).
+ * PROXY_NODE_OPTIONS passes node flags to both proxies (e.g. `--max-semi-space-size=4`), and
+ * MALLOC_ARENA_MAX, when set, is passed on to them.
  * Both proxies run in one go on the same Redis, control plane and sim, one after the other.
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -29,7 +30,7 @@ async function until(url: string, ok: (body: string) => boolean): Promise<void> 
 
 async function measure(label: string, args: string[], redisUrl: string): Promise<{ label: string; startedMb: number; afterMb: number; ms: number }> {
   const port = await freePort();
-  const proxy = start(args, { REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', DRAIN_SETTLE_S: '0', NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '' });
+  const proxy = start(args, { REDIS_URL: redisUrl, PORT: String(port), LOG_LEVEL: 'warn', DRAIN_SETTLE_S: '0', NODE_OPTIONS: process.env.PROXY_NODE_OPTIONS ?? '', ...(process.env.MALLOC_ARENA_MAX ? { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX } : {}) });
   try {
     const url = `http://127.0.0.1:${port}`;
     await until(`${url}/v1/models`, (b) => b.includes('sim-llama'));
@@ -66,7 +67,7 @@ async function main() {
       await measure('node dist/apps/proxy/src/main.js', ['dist/apps/proxy/src/main.js'], redis.url),
       await measure('node -r @swc-node/register apps/proxy/src/main.ts', ['-r', '@swc-node/register', 'apps/proxy/src/main.ts'], redis.url),
     ];
-    console.log(`NODE_OPTIONS of the proxies: ${process.env.PROXY_NODE_OPTIONS || '(none)'}`);
+    console.log(`NODE_OPTIONS of the proxies: ${process.env.PROXY_NODE_OPTIONS || '(none)'}; MALLOC_ARENA_MAX: ${process.env.MALLOC_ARENA_MAX || '(unset)'}`);
     console.log(`| proxy started as | RSS when ready | RSS after ${REQUESTS.toLocaleString('en')} requests | time for them |\n|---|---|---|---|`);
     for (const r of results) console.log(`| \`${r.label}\` | ${r.startedMb} MB | ${r.afterMb} MB | ${r.ms} ms |`);
     const [built, hook] = results;
