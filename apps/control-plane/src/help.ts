@@ -14,13 +14,12 @@ const variables = [
   { name: 'PROBE_TIMEOUT_S', meaning: 'a probe or /metrics read that has not answered by then has failed' },
   { name: 'KV_CACHE_GUARD', meaning: 'an engine whose KV cache is at least this full (0..1) is chosen only when every candidate is; 1 turns it off' },
   { name: 'LOG_LEVEL', meaning: 'fatal, error, warn, info, debug, trace or silent (JSON logs)' },
+  { name: 'INSTANCES', meaning: 'url,url: instances registered at start (models from their /v1/models) and probed' },
+  { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
 ];
 
-/** Read by the server but not part of the settings schema, so listed apart. */
-const notes = [
-  'INSTANCES=url,url registers those instances at start (models read from their /v1/models) and probes them;',
-  "the config file's `instances:` list does the same with ids, weights and max_inflight.",
-];
+/** INSTANCES and SWITCHYARD_CONFIG are read beside the settings schema, so their details are here. */
+const notes = ["The config file's `instances:` list registers instances like INSTANCES, with ids, weights and max_inflight."];
 
 export const controlPlaneHelp = (): ServerHelp => ({
   command: 'node dist/apps/control-plane/src/main.js',
