@@ -56,7 +56,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('refuses to come up without ADMIN_TOKEN: the shipped fleet has no open admin API', () => {
-    for (const env of [{}, { ADMIN_TOKEN: '' }]) {
+    for (const env of [{}, { ADMIN_TOKEN: '' }] as Record<string, string>[]) {
       const r = composeConfig(env);
       expect(r.status).not.toBe(0);
       expect(r.stderr).toContain('ADMIN_TOKEN');
