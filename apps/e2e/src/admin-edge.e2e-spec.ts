@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { freePort, RedisServer, waitFor } from '@switchyard/testing';
@@ -60,6 +61,33 @@ describe('closed by default', () => {
     await waitFor(async () => warning.test(open.output), 5000);
     await open.stop();
     expect(open.output).toMatch(warning);
+  });
+});
+
+/** A request with a Host header of our choosing (fetch sets its own). */
+function withHost(port: number, host: string, method: string, path: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers: { host } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('open on loopback (npm start)', () => {
+  it('answers only requests addressed to a loopback name: a page that rebinds its DNS name to 127.0.0.1 gets 403', async () => {
+    const port = await freePort();
+    const open = await new AppProcess('apps/control-plane/src/main.ts', { REDIS_URL: redis.url, LOG_LEVEL: 'warn' }).start(port);
+    try {
+      expect(await withHost(port, `127.0.0.1:${port}`, 'GET', '/v1/instances')).toBe(200);
+      expect(await withHost(port, `localhost:${port}`, 'GET', '/v1/instances')).toBe(200);
+      expect(await withHost(port, `attacker.example:${port}`, 'GET', '/v1/instances')).toBe(403);
+      expect(await withHost(port, `attacker.example:${port}`, 'DELETE', '/v1/instances/x')).toBe(403);
+    } finally {
+      await open.stop();
+    }
   });
 });
 
