@@ -1,16 +1,17 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { ClientsModule, Transport } from '@nestjs/microservices';
 import { LoggerModule } from 'nestjs-pino';
 import type { LoadStore } from '@switchyard/load-store';
 import { OpenAiErrorFilter } from '@switchyard/nest-common';
 import type { DeclaredInstance } from '@switchyard/config';
+import { StoreOutage } from './common/store-outage';
 import { CONTROL_PLANE_CONFIG, DECLARED_INSTANCES, LOAD_STORE } from './common/tokens';
 import type { ControlPlaneConfig } from './config';
 import { HealthController } from './health/health.controller';
 import { InstancesController } from './instances/instances.controller';
 import { InstancesService } from './instances/instances.service';
 import { REGISTRY_EVENTS_CLIENT, RegistryEventsService } from './events/registry-events.service';
+import { RegistryEventsClient } from './events/registry-events.client';
 import { DebugModule } from './debug/debug.module';
 import { LeasesModule } from './leases/leases.module';
 import { MetricsModule } from './metrics/metrics.module';
@@ -30,19 +31,21 @@ export class AppModule {
       global: true,
       imports: [
         LoggerModule.forRoot({ pinoHttp: pinoHttpOptions(config) }),
-        ...(events ? [ClientsModule.register([{ name: REGISTRY_EVENTS_CLIENT, transport: Transport.REDIS, options: redisTransportOptions(config.REDIS_URL) }])] : []),
         MetricsModule,
         DebugModule,
         LeasesModule,
         DashboardModule,
       ],
-      exports: [CONTROL_PLANE_CONFIG, LOAD_STORE, LeadershipService],
+      exports: [CONTROL_PLANE_CONFIG, LOAD_STORE, LeadershipService, StoreOutage],
       controllers: [InstancesController, HealthController],
       providers: [
         { provide: CONTROL_PLANE_CONFIG, useValue: config },
         { provide: LOAD_STORE, useValue: store },
         { provide: DECLARED_INSTANCES, useValue: declared },
         { provide: APP_FILTER, useClass: OpenAiErrorFilter },
+        // RegistryEventsService closes it on shutdown.
+        ...(events ? [{ provide: REGISTRY_EVENTS_CLIENT, useFactory: () => new RegistryEventsClient(redisTransportOptions(config.REDIS_URL)) }] : []),
+        StoreOutage,
         InstancesService,
         RegistryEventsService,
         RegistryKeeperService,
@@ -65,6 +68,8 @@ function pinoHttpOptions(config: ControlPlaneConfig) {
     // error line each time (the health controller logs the change of state once).
     customLogLevel: (req: { url?: string }, res: { statusCode: number }, err?: Error) => {
       if (routine.test((req.url ?? '').split('?')[0])) return 'debug' as const;
+      // A store outage is logged once by StoreOutage; each 503 it causes is a warning, not an error line per request.
+      if (res.statusCode === 503 && !err) return 'warn' as const;
       if (err || res.statusCode >= 500) return 'error' as const;
       if (res.statusCode >= 400) return 'warn' as const;
       return 'info' as const;
@@ -72,6 +77,8 @@ function pinoHttpOptions(config: ControlPlaneConfig) {
     serializers: {
       req: (req: { id: unknown; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
       res: (res: { statusCode: number }) => ({ status: res.statusCode }),
+      // pino-http makes an Error for every 5xx; its stack says nothing (the filter logs real failures with theirs).
+      err: (err: Error) => ({ type: err.name, message: err.message }),
     },
   };
 }

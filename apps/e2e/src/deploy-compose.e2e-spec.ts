@@ -56,9 +56,14 @@ describe('docker-compose.yml', () => {
   });
 
   it('refuses to come up without ADMIN_TOKEN: the shipped fleet has no open admin API', () => {
-    const r = composeConfig({});
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toContain('ADMIN_TOKEN');
+    for (const env of [{}, { ADMIN_TOKEN: '' }] as Record<string, string>[]) {
+      const r = composeConfig(env);
+      expect(r.status).not.toBe(0);
+      expect(r.stderr).toContain('ADMIN_TOKEN');
+    }
+    // Nothing opens it again: the control plane listens on 0.0.0.0, where it needs a token to start.
+    for (const [name, s] of Object.entries(services)) expect([name, s.environment?.ALLOW_OPEN_ADMIN]).toEqual([name, undefined]);
+    expect(services['control-plane'].environment?.HOST).toBe('0.0.0.0');
   });
 
   it('has health checks, restarts, healthy dependencies, Redis with AOF on a volume, and a proxy grace period above settle + drain', () => {
@@ -154,6 +159,19 @@ describe('docker-compose.yml', () => {
       expect(await waitFor(async () => (await fetch(`${proxyUrl}/readyz`)).ok && (await (await fetch(`${proxyUrl}/v1/models`)).text()).includes('sim-llama'), 20_000)).toBe(true);
       // The admin API is closed: no token, no listing.
       expect((await fetch(`${cpUrl}/v1/instances`)).status).toBe(401);
+      // The rogue registration (weight 1000, to receive every prompt) fails whichever way it is sent.
+      const before = (await listed()).map((i) => i.instance_id).sort();
+      const rogue = JSON.stringify({ instance_id: 'rogue', url: 'http://127.0.0.1:9', models: ['sim-llama'], weight: 1000 });
+      const attempts: [Record<string, string>, string, number][] = [
+        [{ 'content-type': 'application/json' }, rogue, 401],
+        [{ 'content-type': 'application/json', authorization: 'Bearer guess' }, rogue, 401],
+        [{ 'content-type': 'application/x-www-form-urlencoded' }, 'instance_id=rogue&url=http%3A%2F%2F127.0.0.1%3A9&models=sim-llama&weight=1000', 415],
+        [{ 'content-type': 'text/plain' }, rogue, 415],
+      ];
+      for (const [headers, body, status] of attempts) {
+        expect([headers['content-type'], (await fetch(`${cpUrl}/v1/instances`, { method: 'POST', headers, body })).status]).toEqual([headers['content-type'], status]);
+      }
+      expect((await listed()).map((i) => i.instance_id).sort()).toEqual(before);
 
       const client = new OpenAI({ baseURL: `${proxyUrl}/v1`, apiKey: 'unused', maxRetries: 0 });
       const done = await client.chat.completions.create({ model: 'sim-llama', messages: [{ role: 'user', content: 'hello compose' }] });

@@ -97,6 +97,13 @@ describe('the image entry point (ENTRYPOINT + command, node dist/…)', () => {
     expect(proc.jsonLines().some((l) => String(l.msg).startsWith('ADMIN_TOKEN is not set'))).toBe(true);
   });
 
+  it("the image's control plane (HOST=0.0.0.0 from its ENV) will not start without a token: exit 2, naming ADMIN_TOKEN", async () => {
+    expect(imageEntryPoint().env.HOST).toBe('0.0.0.0');
+    const open = new ImageProcess(['control-plane'], { PORT: String(await freePort()), REDIS_URL: `redis://127.0.0.1:${await freePort()}` });
+    expect((await open.exit).code).toBe(2);
+    expect(open.output).toContain('invalid configuration: ADMIN_TOKEN: required when HOST (0.0.0.0) is not a loopback address');
+  });
+
   it("npm start's CONTROL_PLANE_PORT is reported by its own name", async () => {
     const r = spawnSync(process.execPath, ['dist/apps/control-plane/src/single-process.js'], { cwd: ROOT, env: { PATH: process.env.PATH, CONTROL_PLANE_PORT: 'eighty' }, encoding: 'utf8' });
     expect(r.status).toBe(2);

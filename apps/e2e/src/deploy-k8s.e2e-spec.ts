@@ -98,6 +98,9 @@ it('each server gets only variables it reads, Redis at the Redis Service, the ad
   }
   const cp = containers(byName('Deployment', 'switchyard-control-plane'))[0];
   expect(cp.env.find((e: any) => e.name === 'ADMIN_TOKEN')).toEqual({ name: 'ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: 'switchyard-admin', key: 'token' } } });
+  // Closed by default: the Secret is the operator's (none shipped with a known token), not optional, and nothing opens the API again.
+  expect(of('Secret')).toEqual([]);
+  for (const w of workloads) for (const c of containers(w)) expect([w.metadata.name, c.env?.some((e: any) => e.name === 'ALLOW_OPEN_ADMIN') ?? false]).toEqual([w.metadata.name, false]);
 });
 
 it('two control-plane replicas; Redis a StatefulSet with AOF on its claim; prometheus annotations on the scraped port', () => {

@@ -62,6 +62,30 @@ describe('registration url and endpoints', () => {
   });
 });
 
+describe('bounded registration input', () => {
+  const issue = (body: Record<string, unknown>) => {
+    const r = instanceRegistrationSchema.safeParse({ url: 'http://h:1', models: ['m'], ...body });
+    return r.success ? '' : formatZodError(r.error);
+  };
+  it('takes names engines use and names that are object keys', () => {
+    const models = ['meta-llama/Llama-3.1-8B-Instruct', 'llama3:8b', '/models/q4_K_M.gguf', 'a+b=c~d@e', 'constructor', '__proto__', 'toString'];
+    expect(instanceRegistrationSchema.parse({ url: 'http://h:1', models, tags: ['zone:eu-west', 'gpu=a100'] }).models).toEqual(models);
+  });
+  it('bounds meta by depth and size', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 8; i++) deep = { a: deep };
+    expect(issue({ meta: deep })).toBe('');
+    expect(issue({ meta: { a: deep } })).toMatch(/^meta: must nest at most 8 levels/);
+    expect(issue({ meta: { list: [[[[[[[[1]]]]]]]] } })).toMatch(/^meta: must nest at most 8 levels/);
+    expect(issue({ meta: { s: 'x'.repeat(16 * 1024) } })).toMatch(/^meta: must be at most 16384 bytes/);
+  });
+  it('derives an IPv6 id with brackets, and refuses a derived id that would not fit', () => {
+    expect(toInstanceRecord(instanceRegistrationSchema.parse({ url: 'http://[fd00::1]:8000', models: ['m'] }), 30, 0).instance_id).toBe('hp_[fd00::1]:8000');
+    expect(issue({ url: `http://${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.d:8000` })).toMatch(/^url: the id derived from it/);
+    expect(issue({ url: undefined, host: 'h'.repeat(200), port: 1 })).toMatch(/^host: the id derived from it/);
+  });
+});
+
 describe('heartbeat schema', () => {
   it('rejects inflight', () => {
     const r = heartbeatSchema.safeParse({ inflight: 3 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { instanceIdLookupSchema } from './instance';
 
 export const INFLIGHT_REJECTED_MESSAGE =
   'inflight: not accepted in heartbeats; in-flight requests are counted by the proxies';
@@ -16,7 +17,7 @@ export type Heartbeat = z.infer<typeof heartbeatSchema>;
 /** Heartbeat of the original proxy's agents: instance id in the body, and an `inflight` we ignore. */
 export const legacyHeartbeatSchema = z
   .object({
-    instance_id: z.string().min(1).max(200),
+    instance_id: instanceIdLookupSchema,
     qps_1m: z.number().finite().min(0).optional(),
     gpu_util: z.number().finite().min(0).max(100).optional(),
     inflight: z.unknown().optional(),

@@ -1,7 +1,54 @@
 import { z } from 'zod';
 import type { EngineSignals } from './engine';
 
-export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_.:@\-]{1,200}$/;
+/** Registration limit on ids; every route takes an id this long in its path (the control plane's maxParamLength). */
+export const INSTANCE_ID_MAX = 200;
+/** Brackets for ids derived from IPv6 addresses (`hp_[::1]:8000`). */
+export const INSTANCE_ID_PATTERN = /^[A-Za-z0-9_.:@\-[\]]{1,200}$/;
+/**
+ * Ids routes look up: the same characters, and long enough for an id derived from a 253-character
+ * host before registration bounded them, so such an instance can still be read and removed.
+ */
+export const INSTANCE_ID_LOOKUP_PATTERN = /^[A-Za-z0-9_.:@\-[\]]{1,264}$/;
+const ID_CHARS = 'A-Z a-z 0-9 _ . : @ - [ ]';
+
+export const instanceIdSchema = z.string().regex(INSTANCE_ID_PATTERN, `must be 1-${INSTANCE_ID_MAX} characters of ${ID_CHARS}`);
+export const instanceIdLookupSchema = z.string().regex(INSTANCE_ID_LOOKUP_PATTERN, `must be 1-264 characters of ${ID_CHARS}`);
+
+/** Model names as engines report them: `org/model`, `name:tag`, `file.gguf` paths. */
+const MODEL_NAME = /^[A-Za-z0-9_.:@/+=~-]{1,256}$/;
+const TAG = /^[A-Za-z0-9_.:@/+=~-]{1,128}$/;
+const NAME_CHARS = 'A-Z a-z 0-9 _ . : @ / + = ~ -';
+export const modelNameSchema = z.string().regex(MODEL_NAME, `must be 1-256 characters of ${NAME_CHARS}`);
+const tagSchema = z.string().regex(TAG, `must be 1-128 characters of ${NAME_CHARS}`);
+
+export const META_MAX_DEPTH = 8;
+export const META_MAX_BYTES = 16 * 1024;
+
+/** Nesting below `value` (a scalar is 0); stops counting past `limit`, so a hostile depth costs nothing. */
+function depthOf(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const v of Object.values(value)) {
+    deepest = Math.max(deepest, depthOf(v, limit - 1));
+    if (deepest >= limit) break;
+  }
+  return 1 + deepest;
+}
+
+/** Free-form labels an operator attaches; stored and returned as is, so bounded like the rest. */
+const metaSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((meta, ctx) => {
+    if (depthOf(meta, META_MAX_DEPTH) > META_MAX_DEPTH) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must nest at most ${META_MAX_DEPTH} levels` });
+    else if (Buffer.byteLength(JSON.stringify(meta)) > META_MAX_BYTES) ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be at most ${META_MAX_BYTES} bytes as JSON` });
+  });
+
+/** `hp_{host}:{port}`: the id of an instance registered without one. */
+export function derivedInstanceId(host: string, port: number): string {
+  return `hp_${host}:${port}`;
+}
 
 /** The OpenAI routes an instance serves unless it says otherwise. */
 export const DEFAULT_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
@@ -38,20 +85,18 @@ const endpointsSchema = z
     });
   });
 
-const name = z.string().min(1).max(256);
-
 export const instanceRegistrationSchema = z
   .object({
-    instance_id: z.string().regex(INSTANCE_ID_PATTERN, 'must be 1-200 characters of A-Z a-z 0-9 _ . : @ -').optional(),
+    instance_id: instanceIdSchema.optional(),
     url: instanceUrlSchema.optional(),
     host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.\-\[\]:]+$/, 'must be a hostname or IP address').optional(),
     port: z.number().int().min(1).max(65535).optional(),
-    models: z.array(name).min(1, 'must list at least one model').max(256),
+    models: z.array(modelNameSchema).min(1, 'must list at least one model').max(256),
     endpoints: endpointsSchema.optional(),
-    tags: z.array(name).max(64).default([]),
+    tags: z.array(tagSchema).max(64).default([]),
     weight: z.number().positive().max(1000).default(1),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),
-    meta: z.record(z.string(), z.unknown()).default({}),
+    meta: metaSchema.default({}),
     /** Probe the URL once before answering: 422 when it cannot be reached or does not list the models. */
     probe_now: z.boolean().optional(),
     pool: z.string().regex(/^[A-Za-z0-9_.\-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . -').optional(),
@@ -65,6 +110,14 @@ export const instanceRegistrationSchema = z
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['url'], message: 'required (or host and port)' });
       } else if (value.port === undefined) {
         ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['port'], message: 'required with host' });
+      }
+    }
+    // A derived id must be one every route accepts, or the instance could never be read or removed.
+    if (value.instance_id === undefined && (value.url !== undefined) !== (value.host !== undefined) && (value.url === undefined ? value.port !== undefined : URL.canParse(value.url))) {
+      const { host, port } = hostAndPort(value);
+      if (!INSTANCE_ID_PATTERN.test(derivedInstanceId(host, port))) {
+        const field = value.url === undefined ? 'host' : 'url';
+        ctx.addIssue({ code: z.ZodIssueCode.custom, path: [field], message: `the id derived from it (hp_{host}:{port}) would exceed ${INSTANCE_ID_MAX} characters or use other characters than ${ID_CHARS}; give instance_id` });
       }
     }
   });
@@ -135,23 +188,18 @@ export function heartbeatIntervalS(ttlS: number): number {
   return Math.min(10, Math.max(1, Math.floor(ttlS / 3)));
 }
 
+function hostAndPort(reg: { url?: string; host?: string; port?: number }): { host: string; port: number } {
+  if (reg.url === undefined) return { host: reg.host as string, port: reg.port as number };
+  const parsed = new URL(reg.url);
+  return { host: parsed.hostname, port: parsed.port ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80 };
+}
+
 /** Turns a validated registration into a registry record (defaults applied, id derived). */
 export function toInstanceRecord(reg: ParsedInstanceRegistration, ttlS: number, now: number): InstanceRecord {
-  let url: string;
-  let host: string;
-  let port: number;
-  if (reg.url !== undefined) {
-    const parsed = new URL(reg.url);
-    host = parsed.hostname;
-    port = parsed.port ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80;
-    url = reg.url.replace(/\/+$/, '');
-  } else {
-    host = reg.host as string;
-    port = reg.port as number;
-    url = `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
-  }
+  const { host, port } = hostAndPort(reg);
+  const url = reg.url !== undefined ? reg.url.replace(/\/+$/, '') : `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
   return {
-    instance_id: reg.instance_id ?? `hp_${host}:${port}`,
+    instance_id: reg.instance_id ?? derivedInstanceId(host, port),
     url,
     models: [...new Set(reg.models)],
     endpoints: reg.endpoints ?? [...DEFAULT_ENDPOINTS],

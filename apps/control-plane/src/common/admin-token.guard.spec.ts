@@ -9,11 +9,11 @@ class Routes {
   read(): void {}
 }
 
-const ctx = (authorization: string | undefined, handler: 'change' | 'read' = 'change') =>
+const ctx = (authorization: string | undefined, handler: 'change' | 'read' = 'change', host = '127.0.0.1:8081') =>
   ({
     getHandler: () => Routes.prototype[handler],
     getClass: () => Routes,
-    switchToHttp: () => ({ getRequest: () => ({ headers: authorization === undefined ? {} : { authorization } }) }),
+    switchToHttp: () => ({ getRequest: () => ({ headers: authorization === undefined ? { host } : { authorization, host } }) }),
   }) as unknown as ExecutionContext;
 
 const statusOf = (guard: AdminTokenGuard, c: ExecutionContext): number => {
@@ -39,6 +39,13 @@ describe('AdminTokenGuard', () => {
   });
   it('is open when no token is configured (loopback only; the config refuses otherwise)', () => {
     expect(statusOf(new AdminTokenGuard(loadControlPlaneConfig({}), new Reflector()), ctx(undefined))).toBe(200);
+  });
+  it('open on loopback, answers only requests addressed to a loopback name (no DNS rebinding)', () => {
+    const open = new AdminTokenGuard(loadControlPlaneConfig({}), new Reflector());
+    for (const host of ['127.0.0.1:8081', 'localhost:8081', 'LOCALHOST', '[::1]:8081', '127.0.0.2']) expect([host, statusOf(open, ctx(undefined, 'change', host))]).toEqual([host, 200]);
+    for (const host of ['evil.example:8081', 'evil.example', '', '10.0.0.1:8081', 'localhost.evil.example']) expect([host, statusOf(open, ctx(undefined, 'change', host))]).toEqual([host, 403]);
+    // ALLOW_OPEN_ADMIN on the network is open to any Host, as asked.
+    expect(statusOf(new AdminTokenGuard(loadControlPlaneConfig({ HOST: '0.0.0.0', ALLOW_OPEN_ADMIN: 'true' }), new Reflector()), ctx(undefined, 'change', 'evil.example'))).toBe(200);
   });
 
   describe('with ADMIN_TOKENS roles', () => {

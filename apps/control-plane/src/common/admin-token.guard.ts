@@ -3,7 +3,7 @@ import { Reflector } from '@nestjs/core';
 import { errorBody } from '@switchyard/contracts';
 import type { FastifyRequest } from 'fastify';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AdminRole, adminTokens, ControlPlaneConfig } from '../config';
+import { AdminRole, adminTokens, ControlPlaneConfig, isLoopbackHost } from '../config';
 import { CONTROL_PLANE_CONFIG } from './tokens';
 
 const ROLE_KEY = 'switchyard:admin-role';
@@ -12,6 +12,11 @@ const ROLE_KEY = 'switchyard:admin-role';
 export const NeedsRole = (role: AdminRole) => SetMetadata(ROLE_KEY, role);
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** `localhost:8081` → `localhost`, `[::1]:8081` → `[::1]`. */
+function hostName(host: string): string {
+  return host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.split(':')[0];
+}
 
 /** `Authorization: Bearer <token>`, the scheme in any case (RFC 9110 §11.1). */
 const BEARER = /^bearer +(\S+) *$/i;
@@ -24,18 +29,27 @@ const BEARER = /^bearer +(\S+) *$/i;
 export class AdminTokenGuard implements CanActivate {
   /** Digests, so every comparison is between equal lengths and takes the same time whatever the token sent. */
   private readonly tokens: { role: AdminRole; digest: Buffer }[];
+  /** Open on loopback (npm start): only requests addressed to a loopback name, so a web page cannot reach it by DNS rebinding. */
+  private readonly loopbackOnly: boolean;
 
   constructor(
     @Inject(CONTROL_PLANE_CONFIG) config: ControlPlaneConfig,
     private readonly reflector: Reflector,
   ) {
     this.tokens = adminTokens(config).map((t) => ({ role: t.role, digest: digest(t.token) }));
+    this.loopbackOnly = this.tokens.length === 0 && isLoopbackHost(config.HOST);
   }
 
   canActivate(context: ExecutionContext): boolean {
-    if (this.tokens.length === 0) return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    if (this.tokens.length === 0) {
+      if (this.loopbackOnly && !isLoopbackHost(hostName(request.headers.host ?? ''))) {
+        throw new HttpException(errorBody('host: without an admin token the admin API answers only requests addressed to localhost', 'permission_error', 'host_not_allowed'), 403);
+      }
+      return true;
+    }
     const needs = this.reflector.getAllAndOverride<AdminRole | undefined>(ROLE_KEY, [context.getHandler(), context.getClass()]) ?? 'admin';
-    const header = context.switchToHttp().getRequest<FastifyRequest>().headers.authorization ?? '';
+    const header = request.headers.authorization ?? '';
     const presented = digest(BEARER.exec(header)?.[1] ?? '');
     let role: AdminRole | undefined;
     // Every token is compared, so the time taken does not tell which one (or whether any) matched.

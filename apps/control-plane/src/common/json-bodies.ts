@@ -6,12 +6,20 @@ const BODYLESS = new Set(['GET', 'HEAD', 'DELETE', 'OPTIONS']);
 
 const httpError = (status: number, message: string, code: string) => Object.assign(new Error(message), { statusCode: status, code });
 
-class ProtoKey extends Error {}
-
-/** JSON.parse itself keeps `__proto__` as a plain key, but any later assignment of it would set a prototype instead. */
-function refuseProtoKeys(key: string, value: unknown): unknown {
-  if (key === '__proto__') throw new ProtoKey('body: a key named __proto__ is not accepted');
-  return value;
+/**
+ * JSON.parse keeps `__proto__` as a plain key, but any later assignment of it would set a
+ * prototype instead; so it is refused. Walked without recursion: nesting is bounded only by
+ * the body size here (meta's depth limit comes later, in validation).
+ */
+function hasProtoKey(root: unknown): boolean {
+  const stack = [root];
+  while (stack.length) {
+    const v = stack.pop();
+    if (v === null || typeof v !== 'object') continue;
+    if (Object.hasOwn(v, '__proto__')) return true;
+    for (const child of Object.values(v)) stack.push(child);
+  }
+  return false;
 }
 
 /**
@@ -25,11 +33,14 @@ export function acceptJsonBodiesOnly(fastify: FastifyInstance): void {
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     const text = String(body);
     if (text === '' || (BODYLESS.has(req.method) && text.trim() === '')) return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text, refuseProtoKeys));
+      parsed = JSON.parse(text);
     } catch (err) {
-      done(httpError(400, err instanceof ProtoKey ? err.message : `body: not valid JSON (${(err as Error).message})`, 'invalid_body'), undefined);
+      return done(httpError(400, `body: not valid JSON (${(err as Error).message})`, 'invalid_body'), undefined);
     }
+    if (text.includes('"__proto__"') && hasProtoKey(parsed)) return done(httpError(400, 'body: a key named __proto__ is not accepted', 'invalid_body'), undefined);
+    done(null, parsed);
   });
   fastify.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' && BODYLESS.has(req.method)) return done(null, undefined);

@@ -153,3 +153,27 @@ describe('debug status', () => {
     });
   });
 });
+
+describe('names that are JavaScript object keys, through the memory store', () => {
+  it('count as ordinary models and proxies in the debug view and the status', async () => {
+    const store = new MemoryLoadStore({ now: () => T0, random: () => 0 });
+    await store.register(record('constructor', ['constructor', 'toString', '__proto__']));
+    await store.register(record('plain', ['valueOf']));
+    // JSON.parse gives `__proto__` as an own key, as a lease read from Redis would.
+    await store.renewLease(info('toString', JSON.parse('{"constructor":2,"__proto__":1,"hasOwnProperty":4}') as Record<string, number>), 5000);
+    await store.acquire({ proxyId: 'toString', model: 'constructor', strategy: 'least_load' });
+    const fleet = await readFleet(store);
+    const view = toInstanceLoads(fleet, false, T0);
+    const byId = new Map(view.instances.map((i) => [i.instance_id, i]));
+    expect(byId.get('constructor')?.queued_by_proxy).toEqual({ toString: 3 });
+    expect(byId.get('constructor')?.inflight_by_proxy).toEqual({ toString: 1 });
+    // `valueOf` is queued nowhere: the prototype's function is not a count.
+    expect(byId.get('plain')?.queued_by_proxy).toEqual({});
+    expect(toDebugStatus(fleet, T0)).toMatchObject({ inflight_total: 1, queued_total: 7 });
+    expect(JSON.stringify(view.proxies[0].queued)).toBe('{"constructor":2,"__proto__":1,"hasOwnProperty":4}');
+  });
+  it('a count that is not a number is no count', () => {
+    const p = { ...info('p', { m: 'three' as unknown as number, n: 2 }), alive: true, lease_expires_at: T0, last_seen_at: T0 };
+    expect(queuedByProxy(['m', 'n'], [p])).toEqual({ p: 2 });
+  });
+});

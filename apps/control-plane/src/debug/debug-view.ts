@@ -27,12 +27,22 @@ export function toProxyView(p: ProxyState): ProxyView {
   };
 }
 
+/**
+ * A proxy's reported queue depth for one model. Own keys only, so a model named `constructor` or
+ * `toString` is a model like any other; and a number only, whatever a proxy wrote in its lease.
+ */
+function queuedFor(p: ProxyState, model: string): number {
+  const n: unknown = Object.hasOwn(p.queued, model) ? p.queued[model] : 0;
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : 0;
+}
+
 /** Per alive proxy, its waiting requests for any of the instance's models; proxies with none are left out. */
 export function queuedByProxy(models: readonly string[], proxies: readonly ProxyState[]): Record<string, number> {
-  const out: Record<string, number> = {};
+  // Null prototype: a proxy id is a key like any other.
+  const out: Record<string, number> = Object.create(null);
   for (const p of proxies) {
     if (!p.alive) continue;
-    const n = models.reduce((sum, m) => sum + (p.queued[m] ?? 0), 0);
+    const n = models.reduce((sum, m) => sum + queuedFor(p, m), 0);
     if (n > 0) out[p.proxy_id] = n;
   }
   return out;
@@ -74,7 +84,7 @@ export function toInstanceLoads(fleet: Fleet, includeDead: boolean, now: number)
 
 /** Waiting requests across alive proxies; an expired proxy's last report is stale. */
 export function queuedTotal(proxies: readonly ProxyState[]): number {
-  return proxies.filter((p) => p.alive).reduce((sum, p) => sum + Object.values(p.queued).reduce((a, b) => a + b, 0), 0);
+  return proxies.filter((p) => p.alive).reduce((sum, p) => sum + Object.keys(p.queued).reduce((a, m) => a + queuedFor(p, m), 0), 0);
 }
 
 /**

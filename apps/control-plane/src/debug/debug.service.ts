@@ -1,16 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { DebugStatusResponse, InstanceLoadsResponse } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
-import { Fleet, readFleet, storeUnavailable } from '../common/fleet';
+import { Fleet, readFleet } from '../common/fleet';
+import { StoreOutage } from '../common/store-outage';
 import { LOAD_STORE } from '../common/tokens';
-import { ControlPlaneMetrics } from '../metrics/control-plane-metrics';
 import { toDebugStatus, toInstanceLoads } from './debug-view';
 
 @Injectable()
 export class DebugService {
   constructor(
     @Inject(LOAD_STORE) private readonly store: LoadStore,
-    private readonly metrics: ControlPlaneMetrics,
+    private readonly outage: StoreOutage,
   ) {}
 
   async instanceLoads(includeDead: boolean): Promise<InstanceLoadsResponse> {
@@ -22,12 +22,7 @@ export class DebugService {
   }
 
   /** A store outage is a 503 in the OpenAI error shape, not a 500. */
-  private async read(): Promise<Fleet> {
-    try {
-      return await readFleet(this.store);
-    } catch (err) {
-      this.metrics.storeErrors.inc();
-      throw storeUnavailable(err);
-    }
+  private read(): Promise<Fleet> {
+    return this.outage.call(() => readFleet(this.store));
   }
 }

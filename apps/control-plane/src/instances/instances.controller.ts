@@ -1,11 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { errorBody, heartbeatSchema, INFLIGHT_REJECTED_MESSAGE, instanceRegistrationSchema, legacyHeartbeatSchema } from '@switchyard/contracts';
+import { errorBody, heartbeatSchema, INFLIGHT_REJECTED_MESSAGE, instanceIdLookupSchema, instanceRegistrationSchema, legacyHeartbeatSchema } from '@switchyard/contracts';
 import { z } from 'zod';
 import { AdminTokenGuard, NeedsRole } from '../common/admin-token.guard';
+import { InstanceIdPipe } from '../common/instance-id.pipe';
 import { parseBody } from '../common/zod-body';
 import { InstancesService } from './instances.service';
 
-const legacyIdSchema = z.object({ instance_id: z.string().min(1).max(200) }).strict();
+const legacyIdSchema = z.object({ instance_id: instanceIdLookupSchema }).strict();
 
 @Controller()
 @UseGuards(AdminTokenGuard)
@@ -20,7 +21,7 @@ export class InstancesController {
 
   @Post('v1/instances/:id/heartbeat')
   @HttpCode(200)
-  async heartbeat(@Param('id') id: string, @Body() body: unknown) {
+  async heartbeat(@Param('id', InstanceIdPipe) id: string, @Body() body: unknown) {
     if (body && typeof body === 'object' && 'inflight' in body) {
       throw new HttpException(errorBody(INFLIGHT_REJECTED_MESSAGE, 'invalid_request_error', 'inflight_not_accepted', 'inflight'), 400);
     }
@@ -29,7 +30,7 @@ export class InstancesController {
   }
 
   @Delete('v1/instances/:id')
-  async remove(@Param('id') id: string) {
+  async remove(@Param('id', InstanceIdPipe) id: string) {
     await this.instances.remove(id);
     return { ok: true, instance_id: id };
   }
@@ -42,7 +43,7 @@ export class InstancesController {
 
   @Get('v1/instances/:id')
   @NeedsRole('read')
-  get(@Param('id') id: string) {
+  get(@Param('id', InstanceIdPipe) id: string) {
     return this.instances.get(id);
   }
 

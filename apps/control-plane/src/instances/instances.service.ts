@@ -11,6 +11,7 @@ import {
 } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
+import { StoreOutage } from '../common/store-outage';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
 import { RegistryEventsService } from '../events/registry-events.service';
 import { listModels, probeHealth } from '../liveness/probe';
@@ -29,13 +30,14 @@ export class InstancesService {
     @Inject(CONTROL_PLANE_CONFIG) private readonly config: ControlPlaneConfig,
     private readonly events: RegistryEventsService,
     private readonly keeper: RegistryKeeperService,
+    private readonly outage: StoreOutage,
   ) {}
 
   async register(reg: ParsedInstanceRegistration): Promise<RegistrationResponse> {
     const ttl = this.config.INSTANCE_TTL_S;
     const { registered_at: _r, ...record } = toInstanceRecord(reg, ttl, 0);
     if (reg.probe_now) await this.probeBeforeRegistering(record.url, record.models);
-    const { created } = await this.store.register(record);
+    const { created } = await this.outage.call(() => this.store.register(record));
     this.keeper.remember(record);
     void this.events.publish();
     this.logger.log(`${created ? 'registered' : 're-registered'} ${record.instance_id} at ${record.url} for ${record.models.join(',')}`);
@@ -59,7 +61,7 @@ export class InstancesService {
   }
 
   async heartbeat(id: string, hb: Heartbeat): Promise<void> {
-    const result = await this.store.heartbeat(id, hb);
+    const result = await this.outage.call(() => this.store.heartbeat(id, hb));
     if (result === 'unknown') throw notFound(id);
     if (result === 'revived') this.logger.log(`instance ${id} alive (heartbeat resumed)`);
   }
@@ -72,18 +74,18 @@ export class InstancesService {
   }
 
   async remove(id: string): Promise<void> {
-    if (!(await this.store.remove(id))) throw notFound(id);
+    if (!(await this.outage.call(() => this.store.remove(id)))) throw notFound(id);
     this.keeper.forget(id);
     void this.events.publish();
   }
 
   async list(includeDead: boolean): Promise<InstanceView[]> {
-    const all = await this.store.listInstances();
+    const all = await this.outage.call(() => this.store.listInstances());
     return all.filter((s) => includeDead || s.is_alive).map(toInstanceView);
   }
 
   async get(id: string): Promise<InstanceView> {
-    const s = await this.store.getInstance(id);
+    const s = await this.outage.call(() => this.store.getInstance(id));
     if (!s) throw notFound(id);
     return toInstanceView(s);
   }
