@@ -184,9 +184,10 @@ export class MemoryLoadStore implements LoadStore {
   async acquire(request: AcquireRequest): Promise<AcquireResult> {
     const now = this.now();
     const exclude = new Set(request.exclude ?? []);
-    // The ticket moves on every acquire, as in the Redis script, so both stores keep the same round-robin turn.
+    // The ticket moves and two randoms are drawn on every acquire, as the Redis store does, so both stay in step.
     const ticket = this.tickets.get(request.model) ?? 0;
     this.tickets.set(request.model, ticket + 1);
+    const input = { ticket, rand1: this.random(), rand2: this.random() };
     const serving = [...this.instances.values()].filter((e) => e.record.models.includes(request.model));
     if (serving.length === 0) return { kind: 'unknown_model' };
     const candidates: Candidate[] = serving
@@ -201,7 +202,7 @@ export class MemoryLoadStore implements LoadStore {
         max_inflight: e.record.max_inflight,
         is_alive: this.isAlive(e, now),
       }));
-    const outcome = pick(request.strategy, candidates, { ticket, rand1: this.random(), rand2: this.random() });
+    const outcome = pick(request.strategy, candidates, input);
     if (outcome.kind !== 'picked') return outcome;
     const entry = this.instances.get(outcome.instance_id) as Entry;
     entry.inflight += 1;

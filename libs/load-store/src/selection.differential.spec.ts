@@ -23,7 +23,7 @@ afterAll(() => server.stop());
 // The Lua index and libs/routing pick() (behind the memory store) must agree pick for pick
 // through any mix of loads, weights, caps, engine signals, exclusions and liveness changes.
 describe('selection: Redis index and routing pick() agree pick for pick', () => {
-  for (const seed of [1, 2, 3, 4]) {
+  for (const seed of Array.from({ length: 40 }, (_, i) => i + 1)) {
     it(`seed ${seed}`, async () => {
       const draws = prng(seed * 7919);
       const randomFor = () => {
@@ -71,6 +71,13 @@ describe('selection: Redis index and routing pick() agree pick for pick', () => 
             const waiting = pickOf([null, 0, 1, 2, 5]);
             const saturated = draws() < 0.25;
             await both((s) => s.reportEngine(id, { engine: 'vllm', running: 1, waiting, kv_cache_usage: saturated ? 0.99 : 0.4, scraped_at: 1, scrape_error: null }, saturated), `engine ${id} ${waiting} ${saturated}`);
+          } else if (op < 0.88) {
+            // Re-registration moves weight, cap and models under live counts.
+            const id = pickOf(ids);
+            const weight = pickOf([1, 2, 0.5]);
+            const max_inflight = pickOf([null, 1, 3]);
+            const models = pickOf([['m'], ['m', 'n'], ['n']]);
+            await both((s) => s.register(record(id, { weight, max_inflight, models })).then((r) => [r.created, r.state.load.inflight]), `re-register ${id} ${weight} ${max_inflight} ${models}`);
           } else if (op < 0.92) {
             const id = pickOf(ids);
             const hb = draws() < 0.5 ? { qps_1m: pickOf([0, 1, 2.5, 7]) } : {};
