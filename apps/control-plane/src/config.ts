@@ -47,6 +47,8 @@ const schema = z
     PORT: z.coerce.number().int().min(1).max(65535).default(8081),
     HOST: z.string().min(1).default('127.0.0.1'),
     REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  /** REDIS_URL is a seed node of a Redis Cluster; each routing pool is one hash slot. */
+  REDIS_CLUSTER: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
     ADMIN_TOKEN: z.string().min(1).optional(),
     /** More tokens, each with a role; ADMIN_TOKEN stays an `admin` token beside them. */
     ADMIN_TOKENS: adminTokensSchema.optional(),

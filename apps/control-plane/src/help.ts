@@ -5,6 +5,7 @@ const variables = [
   { name: 'PORT', meaning: 'listen port' },
   { name: 'HOST', meaning: 'listen address (0.0.0.0 in the container)' },
   { name: 'REDIS_URL', meaning: 'the shared store' },
+  { name: 'REDIS_CLUSTER', meaning: 'true: REDIS_URL is a seed node of a Redis Cluster; each routing pool (registration pool) is one hash slot' },
   { name: 'ADMIN_TOKEN', meaning: 'bearer token (role admin) every admin and /debug route needs; required unless HOST is loopback' },
   { name: 'ADMIN_TOKENS', meaning: 'more tokens as name:role:token,… (role read: GETs and /debug; admin: changes too)' },
   { name: 'ALLOW_OPEN_ADMIN', meaning: 'true: start on a non-loopback HOST with no token (the admin API open to the network)' },

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import pino from 'pino';
 import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
-import { RedisLoadStore } from '@switchyard/load-store';
+import { sharedStore } from '@switchyard/load-store';
 import { PinoNestLogger } from '@switchyard/nest-common';
 import { createControlPlane } from './bootstrap';
 import { loadControlPlaneConfig } from './config';
@@ -18,7 +18,7 @@ async function main() {
 
   // JSON from the first line: Nest's bootstrap messages go through pino too.
   Logger.overrideLogger(new PinoNestLogger(pino({ level: config.LOG_LEVEL, base: { app: 'control-plane' } })));
-  const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 2000, connectionName: 'switchyard-control-plane' });
+  const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 2000, connectionName: 'switchyard-control-plane' });
   const app = await createControlPlane(config, store, true, declared);
   await app.listen(config.PORT, config.HOST);
   const log = new Logger('control-plane');

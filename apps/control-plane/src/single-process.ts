@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import pino from 'pino';
 import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
-import { LoadStore, MemoryLoadStore, RedisLoadStore } from '@switchyard/load-store';
+import { LoadStore, MemoryLoadStore, sharedStore } from '@switchyard/load-store';
 import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { PinoNestLogger } from '@switchyard/nest-common';
@@ -30,7 +30,7 @@ async function main() {
   Logger.overrideLogger(new PinoNestLogger(pino({ level: cpConfig.LOG_LEVEL, base: { app: 'switchyard' } })));
   const log = new Logger('switchyard');
   const store: LoadStore = redisUrl
-    ? new RedisLoadStore({ url: cpConfig.REDIS_URL, connectionName: 'switchyard-single' })
+    ? sharedStore({ url: cpConfig.REDIS_URL, cluster: cpConfig.REDIS_CLUSTER, connectionName: 'switchyard-single' })
     : new MemoryLoadStore();
   log.log(redisUrl ? `store: Redis at ${cpConfig.REDIS_URL}` : 'store: in-memory (single process; set REDIS_URL to share counts)');
 

@@ -9,6 +9,7 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'PORT', meaning: 'listen port' },
     { name: 'HOST', meaning: 'listen address (0.0.0.0 in the container)' },
     { name: 'REDIS_URL', meaning: 'the shared store' },
+    { name: 'REDIS_CLUSTER', meaning: "true: REDIS_URL is a seed node of a Redis Cluster; each request goes to its model's pool" },
     { name: 'ROUTING_STRATEGY', meaning: 'least_load, round_robin, random or power_of_two' },
     { name: 'MAX_BODY_BYTES', meaning: 'larger request bodies get 413' },
     { name: 'UPSTREAM_TIMEOUT_S', meaning: 'headers/body timeout to the instance (504)' },

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import pino from 'pino';
 import { configFileFrom, configOrExit } from '@switchyard/config';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
-import { RedisLoadStore } from '@switchyard/load-store';
+import { sharedStore } from '@switchyard/load-store';
 import { PinoNestLogger } from '@switchyard/nest-common';
 import { createProxyApp, loadProxyConfig, ProxyConfig, proxyConfigWarnings } from '@switchyard/proxy-core';
 import { proxyHelp } from './help';
@@ -13,7 +13,7 @@ async function serve(config: ProxyConfig, log: pino.Logger, worker?: number) {
   const name = worker ? `${config.PROXY_NAME}-w${worker}` : config.PROXY_NAME;
   // Short timeouts and no offline queue: on the request path a Redis blink means local routing, not waiting.
   // Auto-pipelining: the acquires and releases of concurrent requests share writes (profiled: a socket write per script call was the largest cost after the HTTP writes).
-  const store = new RedisLoadStore({ url: config.REDIS_URL, commandTimeoutMs: 200, offlineQueue: false, autoPipelining: true, connectionName: `switchyard-proxy-${name}` });
+  const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 200, offlineQueue: false, autoPipelining: true, connectionName: `switchyard-proxy-${name}` });
   const proxy = await createProxyApp({ ...config, PROXY_NAME: name }, store, { eventsUrl: config.REDIS_URL, worker });
   await proxy.listen(config.PORT, config.HOST);
   proxy.runtime.logger.info(`proxy ${proxy.runtime.proxyId} listening on http://${config.HOST}:${config.PORT} (strategy ${config.ROUTING_STRATEGY})`);

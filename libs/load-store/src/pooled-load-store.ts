@@ -274,3 +274,11 @@ export class PooledLoadStore implements LoadStore {
 function byId<T extends { instance_id: string }>(a: T, b: T): number {
   return a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0;
 }
+
+/**
+ * The shared store a server runs on: with `cluster` (REDIS_CLUSTER=true) the URL is a seed node of
+ * a Redis Cluster and routing pools spread over its masters; otherwise one Redis and one pool.
+ */
+export function sharedStore(options: PooledLoadStoreOptions & { cluster: boolean }): LoadStore {
+  return options.cluster ? new PooledLoadStore(options) : new RedisLoadStore(options);
+}

@@ -7,6 +7,8 @@ const schema = z.object({
   PORT: z.coerce.number().int().min(1).max(65535).default(8080),
   HOST: z.string().min(1).default('127.0.0.1'),
   REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').default('redis://127.0.0.1:6379'),
+  /** REDIS_URL is a seed node of a Redis Cluster; requests route to their model's pool. */
+  REDIS_CLUSTER: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
   ROUTING_STRATEGY: z
     .string()
     .default('least_load')

@@ -9,7 +9,7 @@ import {
   toInstanceRecord,
   toInstanceView,
 } from '@switchyard/contracts';
-import type { LoadStore } from '@switchyard/load-store';
+import { DEFAULT_POOL, LoadStore, PoolConflictError } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
 import { StoreOutage } from '../common/store-outage';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
@@ -36,8 +36,14 @@ export class InstancesService {
   async register(reg: ParsedInstanceRegistration): Promise<RegistrationResponse> {
     const ttl = this.config.INSTANCE_TTL_S;
     const { registered_at: _r, ...record } = toInstanceRecord(reg, ttl, 0);
+    if (reg.pool !== undefined && reg.pool !== DEFAULT_POOL && !this.config.REDIS_CLUSTER) {
+      throw new HttpException(errorBody(`pool: '${reg.pool}' needs REDIS_CLUSTER=true (one Redis serves the one pool '${DEFAULT_POOL}')`, 'invalid_request_error', 'invalid_field', 'pool'), 400);
+    }
     if (reg.probe_now) await this.probeBeforeRegistering(record.url, record.models);
-    const { created } = await this.outage.call(() => this.store.register(record));
+    // A model lives in one pool: a registration that would put it in a second one changes nothing (409), and is no outage.
+    const result = await this.outage.call(() => this.store.register(record).catch((err: unknown) => (err instanceof PoolConflictError ? err : Promise.reject(err))));
+    if (result instanceof PoolConflictError) throw new HttpException(errorBody(result.message, 'invalid_request_error', 'pool_conflict', 'pool'), 409);
+    const { created } = result;
     this.keeper.remember(record);
     void this.events.publish();
     this.logger.log(`${created ? 'registered' : 're-registered'} ${record.instance_id} at ${record.url} for ${record.models.join(',')}`);
