@@ -13,7 +13,7 @@ import { ProcessGroup, ROOT, which } from './procs';
 import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
 import { runScale, ScaleResult, ScaleSettings } from './scale';
 import { FleetRunSettings, runFleet } from './scale-fleet';
-import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
+import { SCALE_SVG, scaleMarkdown, scaleSvg, scaleTargets, spliceScale } from './scale-report';
 
 interface Options {
   quick: boolean;
@@ -167,6 +167,7 @@ async function main(): Promise<void> {
   if (scale) {
     const header = `Measured by \`${facts.command}\` (${mode} run) on ${facts.date} at commit \`${facts.commit}\`; load average at the start ${facts.loadAvgAtStart}; raw numbers: \`tools/bench/results/scale-${mode}.json\`.`;
     writeFileSync(opts.out, spliceScale(existing(), scaleMarkdown(scale, header)));
+    writeFileSync(path.join(path.dirname(opts.out), SCALE_SVG), scaleSvg(scale, `Selection cost by fleet size (${mode} run, ${facts.date.slice(0, 10)}, ${facts.commit.split(' ')[0]})`));
     writeFileSync(path.join(resultsDir, `scale-${mode}.json`), JSON.stringify({ facts, scale }, null, 1) + '\n');
   }
   for (const t of [...evaluateTargets(overhead, balance), ...(scale ? scaleTargets(scale) : []), ...(floor ? floorTargets(floor) : [])]) log(`target ${t.met === null ? 'SHOWN  ' : t.met ? 'MET    ' : 'NOT MET'} ${t.name}: ${t.goal}; measured ${t.measured}`);

@@ -1,5 +1,5 @@
 import type { ScaleResult } from './scale';
-import { scaleMarkdown, scaleTargets, spliceScale } from './scale-report';
+import { SCALE_SVG, scaleMarkdown, scaleSvg, scaleTargets, spliceScale } from './scale-report';
 
 const cell = (scheme: 'old' | 'new', instances: number, clients: number, us: number) => ({
   scheme,
@@ -44,5 +44,16 @@ describe('scale report', () => {
     const withFleet: ScaleResult = { ...result, fleet: [{ instances: 1000, proxies: 4, rps: 2500.4, p99Ms: 12.34, errors: 0, scriptUsPerRequest: 41.2, scriptsPerRequest: 2.01 }] };
     expect(scaleMarkdown(withFleet, 'h')).toContain('| 1,000 | 4 | 2,500 | 12.3 ms | 0 | 41.2 | 2.01 |');
     expect(scaleMarkdown(result, 'h')).not.toContain('Process run');
+  });
+
+  it('plots old and new per client count on log axes, with the 40 µs target, and links the plot', () => {
+    const svg = scaleSvg(result, 'cost & size');
+    expect(svg.match(/<polyline /g)).toHaveLength(2);
+    expect(svg).toContain('cost &amp; size');
+    expect(svg).toContain('target 40 µs');
+    // Log scale from 10 µs to 100 ms: 12,000 µs is higher on the page (smaller y) than 50 µs.
+    const ys = [...svg.matchAll(/points="([^"]+)"/g)].map((m) => m[1].split(' ').map((p) => Number(p.split(',')[1])));
+    expect(ys[0][1]).toBeLessThan(ys[1][1]);
+    expect(scaleMarkdown(result, 'h')).toContain(`](${SCALE_SVG})`);
   });
 });

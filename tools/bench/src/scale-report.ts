@@ -43,6 +43,9 @@ export function scaleTargets(r: ScaleResult): ScaleTarget[] {
   return out;
 }
 
+/** The plot's file, beside the report. */
+export const SCALE_SVG = 'benchmarks-scale.svg';
+
 export function scaleMarkdown(r: ScaleResult, header: string): string {
   const out: string[] = [BEGIN, '## Selection at fleet scale (`--only scale`)', '', header, ''];
   out.push(
@@ -64,6 +67,8 @@ export function scaleMarkdown(r: ScaleResult, header: string): string {
       out.push(`| ${instances.toLocaleString('en-US')} | ${clients} | ${cols(o).join(' | ')} | ${cols(n).join(' | ')} |`);
     }
   }
+  out.push('');
+  out.push(`![Redis script time per request by instances per model, old and new scripts](${SCALE_SVG})`);
   out.push('');
   const targets = scaleTargets(r);
   if (targets.length) {
@@ -92,4 +97,58 @@ export function spliceScale(existing: string, section: string): string {
   const b = existing.indexOf(END);
   if (a >= 0 && b > a) return existing.slice(0, a) + section + existing.slice(b + END.length);
   return `${existing.trimEnd()}\n\n${section}\n`;
+}
+
+/** The plot beside the scale table: Redis script time per request against instances per model, log-log, old and new scripts, one line per client count. */
+export function scaleSvg(r: ScaleResult, title: string): string {
+  const W = 760;
+  const H = 420;
+  const m = { top: 48, right: 180, bottom: 56, left: 72 };
+  const plotW = W - m.left - m.right;
+  const plotH = H - m.top - m.bottom;
+  const cells = r.cells.filter((c) => c.scheme !== 'floor' && c.scriptUsPerRequest > 0);
+  const lo = Math.pow(10, Math.floor(Math.log10(Math.min(r.floorUsPerRequest > 0 ? r.floorUsPerRequest : 1, ...cells.map((c) => c.scriptUsPerRequest)))));
+  const hi = Math.pow(10, Math.ceil(Math.log10(Math.max(10, ...cells.map((c) => c.scriptUsPerRequest)))));
+  const nMin = Math.min(...r.settings.instances);
+  const nMax = Math.max(...r.settings.instances);
+  const x = (n: number) => m.left + (Math.log10(n / nMin) / Math.log10(nMax / nMin || 10)) * plotW;
+  const y = (v: number) => m.top + plotH - (Math.log10(v / lo) / Math.log10(hi / lo)) * plotH;
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="${W}" height="${H}" fill="#fff"/>`,
+    `<text x="${(m.left + plotW / 2).toFixed(0)}" y="24" text-anchor="middle" font-size="15" font-weight="bold">${esc(title)}</text>`,
+  ];
+  for (let v = lo; v <= hi * 1.0001; v *= 10) {
+    parts.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="#ddd"/>`);
+    parts.push(`<text x="${m.left - 6}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${v >= 1000 ? `${v / 1000} ms` : `${v} µs`}</text>`);
+  }
+  for (const n of r.settings.instances) {
+    parts.push(`<line x1="${x(n).toFixed(1)}" x2="${x(n).toFixed(1)}" y1="${m.top}" y2="${m.top + plotH}" stroke="#eee"/>`);
+    parts.push(`<text x="${x(n).toFixed(1)}" y="${m.top + plotH + 18}" text-anchor="middle">${n.toLocaleString('en-US')}</text>`);
+  }
+  parts.push(`<text x="${(m.left + plotW / 2).toFixed(0)}" y="${H - 12}" text-anchor="middle">instances serving the model</text>`);
+  parts.push(`<text transform="translate(18 ${m.top + plotH / 2}) rotate(-90)" text-anchor="middle">Redis script time per request</text>`);
+  // The cost target: 40 µs per request.
+  parts.push(`<line x1="${m.left}" x2="${m.left + plotW}" y1="${y(40).toFixed(1)}" y2="${y(40).toFixed(1)}" stroke="#2ca02c" stroke-dasharray="6 4"/>`);
+  const series: { scheme: 'old' | 'new'; clients: number; color: string; dash: string }[] = [];
+  for (const clients of r.settings.clients) {
+    series.push({ scheme: 'old', clients, color: '#d62728', dash: clients > 1 ? '4 3' : '' });
+    series.push({ scheme: 'new', clients, color: '#1f77b4', dash: clients > 1 ? '4 3' : '' });
+  }
+  series.forEach((s, k) => {
+    const pts = r.settings.instances
+      .map((n) => cells.find((c) => c.scheme === s.scheme && c.instances === n && c.clients === s.clients))
+      .filter((c): c is ScaleCell => c !== undefined)
+      .map((c) => `${x(c.instances).toFixed(1)},${y(c.scriptUsPerRequest).toFixed(1)}`);
+    if (pts.length) parts.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" ${s.dash ? `stroke-dasharray="${s.dash}"` : ''} points="${pts.join(' ')}"/>`);
+    const ly = m.top + 10 + k * 20;
+    parts.push(`<line x1="${m.left + plotW + 14}" x2="${m.left + plotW + 44}" y1="${ly}" y2="${ly}" stroke="${s.color}" stroke-width="2" ${s.dash ? `stroke-dasharray="${s.dash}"` : ''}/>`);
+    parts.push(`<text x="${m.left + plotW + 50}" y="${ly + 4}">${s.scheme}, ${s.clients} client${s.clients > 1 ? 's' : ''}</text>`);
+  });
+  const ly = m.top + 10 + series.length * 20;
+  parts.push(`<line x1="${m.left + plotW + 14}" x2="${m.left + plotW + 44}" y1="${ly}" y2="${ly}" stroke="#2ca02c" stroke-dasharray="6 4"/>`);
+  parts.push(`<text x="${m.left + plotW + 50}" y="${ly + 4}">target 40 µs</text>`);
+  parts.push('</svg>');
+  return parts.join('\n');
 }
