@@ -15,7 +15,7 @@ afterAll(async () => {
   await server.stop();
 });
 beforeEach(async () => {
-  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, commandTimeoutMs: 100, offlineQueue: false, autoPipelining: true });
+  store = new RedisLoadStore({ url: server.url, pool: `slots${++pool}`, offlineQueue: false, autoPipelining: true });
   // Without an offline queue, commands fail until the connection is up.
   await waitFor(() => store.ping().then(() => true, () => false));
   for (const id of ['a', 'b']) await store.register({ instance_id: id, url: `http://127.0.0.1:1/${id}`, models: ['m'], endpoints: [], tags: [], weight: 1, max_inflight: null, meta: {}, ttl_s: 30 });
@@ -24,10 +24,10 @@ afterEach(async () => {
   await store.close();
 });
 
-async function ledger(options: Partial<SlotsOptions> = {}): Promise<Slots> {
-  const registry = new RegistryCache(store);
+async function ledger(options: Partial<SlotsOptions> = {}, through: RedisLoadStore = store): Promise<Slots> {
+  const registry = new RegistryCache(through);
   await registry.pull();
-  const slots = new Slots({ store, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, random: () => 0, ...options });
+  const slots = new Slots({ store: through, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, random: () => 0, ...options });
   freed.set(slots, 0);
   slots.onCapacity(() => freed.set(slots, (freed.get(slots) ?? 0) + 1));
   return slots;
@@ -117,18 +117,21 @@ describe('Slots ledger', () => {
   });
 
   it('while the store is paused: picks locally over its own counts, releases without the store, and reconciles when it answers again', async () => {
-    const slots = await ledger();
+    // The proxy's own short command timeout, so a pause reads as an outage; the checks go through the patient store.
+    const hasty = new RedisLoadStore({ url: server.url, pool: `slots${pool}`, commandTimeoutMs: 300, offlineQueue: false, autoPipelining: true });
+    await waitFor(() => hasty.ping().then(() => true, () => false));
+    const slots = await ledger({}, hasty);
     const held = await acquired(slots);
     const admin = new Redis(server.url);
     try {
-      await admin.call('CLIENT', 'PAUSE', '400', 'ALL');
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
       const local = await acquired(slots);
       expect(slots.degraded).toBe(true);
       // Least load over its own counts: the other instance.
       expect(local.instanceId).not.toBe(held.instanceId);
       held.release();
       expect(slots.view.get(held.instanceId)).toBeUndefined();
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((r) => setTimeout(r, 1600));
       // The store still counts the slot released during the outage (and the timed-out acquire, which Redis ran after the pause).
       expect(await inflight(held.instanceId)).toBeGreaterThanOrEqual(1);
       expect(slots.storeAnswered()).toBe(true);
@@ -140,6 +143,7 @@ describe('Slots ledger', () => {
       expect(await waitFor(async () => (await inflight(local.instanceId)) === 0, 2000, 5)).toBe(true);
     } finally {
       admin.disconnect();
+      await hasty.close();
     }
   });
 
