@@ -1,7 +1,8 @@
 /**
  * The LLM-like upstream of the floor benchmark, run as its own process: every POST is
  * answered with an SSE stream of CHUNKS chunks spaced CHUNK_MS apart (a token stream),
- * then `data: [DONE]`. Listens on PORT.
+ * then `data: [DONE]`; a GET (the control plane's probe of /health) gets an empty 200, as
+ * vLLM answers it. Listens on PORT.
  */
 import http from 'node:http';
 
@@ -14,6 +15,7 @@ const chunks = Array.from({ length: CHUNKS }, (_, i) => chunk(i));
 const done = Buffer.from('data: [DONE]\n\n');
 
 const server = http.createServer((req, res) => {
+  if (req.method === 'GET') return void res.writeHead(200, { 'content-length': '0' }).end();
   req.resume();
   req.on('end', () => {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
