@@ -108,8 +108,8 @@ describe('engines that never heartbeat, kept alive by probes', () => {
     const before = cp.output.length;
     e.healthy = false;
     expect(await waitFor(async () => (await view(kind))?.is_alive === false, 10_000)).toBe(true);
-    // Taken out by failed probes, not by the ttl.
-    expect(cp.output.slice(before)).toMatch(new RegExp(`instance ${kind} not alive \\(probes failed`));
+    // Taken out by failed probes, not by the ttl (the log line may land just after the store changed).
+    expect(await waitFor(() => new RegExp(`instance ${kind} not alive \\(probes failed`).test(cp.output.slice(before)), 2000)).toBe(true);
     await sleep(300);
     const received = e.received;
     expect(await chat(`${kind}-model`)).toBe(503);
@@ -117,7 +117,7 @@ describe('engines that never heartbeat, kept alive by probes', () => {
 
     e.healthy = true;
     expect(await waitFor(async () => (await view(kind))?.is_alive === true, 10_000)).toBe(true);
-    expect(cp.output.slice(before)).toMatch(new RegExp(`instance ${kind} alive \\(probe recovered`));
+    expect(await waitFor(() => new RegExp(`instance ${kind} alive \\(probe recovered`).test(cp.output.slice(before)), 2000)).toBe(true);
     expect(await waitFor(async () => (await chat(`${kind}-model`)) === kind, 5000)).toBe(true);
   });
 

@@ -3,8 +3,9 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * A scripted OpenAI-compatible upstream in the test process, for failure cases a simulator would not produce.
- * The control plane's probes (GET /health) get a healthy engine's answer and do not count as hits:
- * `hits` counts the inference requests the script answers.
+ * The control plane's probes get what a healthy engine without metrics answers (GET /health 200,
+ * any other GET 404) and do not count as hits: `hits` counts the inference requests (POST) the
+ * script answers.
  */
 export class FakeUpstream {
   readonly server: http.Server;
@@ -12,7 +13,7 @@ export class FakeUpstream {
 
   constructor(handler: (req: http.IncomingMessage, res: http.ServerResponse, body: Record<string, unknown>) => void) {
     this.server = http.createServer((req, res) => {
-      if (req.method === 'GET' && req.url === '/health') return void res.writeHead(200).end();
+      if (req.method === 'GET') return void res.writeHead(req.url === '/health' ? 200 : 404).end();
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
