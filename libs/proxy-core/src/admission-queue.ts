@@ -26,7 +26,8 @@ export class AdmissionQueue {
   private pumping = false;
   private again = false;
   private poll?: NodeJS.Timeout;
-  private readonly depthByModel: Record<string, number> = {};
+  /** No prototype: a model named `constructor` or `__proto__` is an ordinary key here. */
+  private readonly depthByModel: Record<string, number> = Object.create(null);
 
   constructor(private readonly options: AdmissionQueueOptions) {}
 
