@@ -18,7 +18,7 @@ module.exports = [
             { sourceTag: 'type:app', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'type:e2e', onlyDependOnLibsWithTags: ['type:lib'] },
             { sourceTag: 'scope:contracts', onlyDependOnLibsWithTags: [] },
-            { sourceTag: 'scope:config', onlyDependOnLibsWithTags: [] },
+            { sourceTag: 'scope:config', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:routing', onlyDependOnLibsWithTags: ['scope:contracts'] },
             { sourceTag: 'scope:load-store', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:routing', 'scope:testing'] },
             { sourceTag: 'scope:sim', onlyDependOnLibsWithTags: ['scope:contracts', 'scope:config', 'scope:engines'] },

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, YAMLMap, Node as YamlNode } from 'yaml';
+import { instanceIdSchema, instanceUrlSchema, modelNameSchema } from '@switchyard/contracts';
 import { z, ZodEffects, ZodObject, ZodRawShape, ZodType, ZodTypeDef } from 'zod';
 
 /** The sections of a Switchyard config file; each server reads its own (npm start reads both). */
@@ -10,15 +11,10 @@ export type ConfigSection = (typeof CONFIG_SECTIONS)[number];
 /** One instance the operator declares in the file (or in INSTANCES): probed like any other. */
 export const declaredInstanceSchema = z
   .object({
-    url: z
-      .string()
-      .max(2048)
-      .refine((v) => URL.canParse(v) && ['http:', 'https:'].includes(new URL(v).protocol), { message: 'must be an absolute http(s) URL' })
-      // As at registration (instanceUrlSchema in contracts, which this library may not import): the proxy appends the API path.
-      .refine((v) => !/[?#\s]/.test(v) && !v.slice(v.indexOf('//') + 2).split('/')[0].includes('@'), { message: 'must not have a query, a fragment, spaces or credentials' }),
+    url: instanceUrlSchema,
     /** Read from the engine's /v1/models when omitted. */
-    models: z.array(z.string().min(1).max(256)).min(1).max(256).optional(),
-    id: z.string().regex(/^[A-Za-z0-9_.:@\-]{1,200}$/, 'must be 1-200 characters of A-Z a-z 0-9 _ . : @ -').optional(),
+    models: z.array(modelNameSchema).min(1).max(256).optional(),
+    id: instanceIdSchema.optional(),
     weight: z.number().positive().max(1000).optional(),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),
   })
