@@ -160,6 +160,12 @@ export interface InstanceState extends InstanceRecord {
   saturated: boolean;
 }
 
+/** The registry record inside a state: every field the registration wrote, without liveness and load. */
+export function recordOf(state: InstanceState): InstanceRecord {
+  const { last_seen_at: _s, is_alive: _a, load: _l, inflight_by_proxy: _b, engine: _e, saturated: _x, ...record } = state;
+  return record;
+}
+
 /** The API's view of an instance (times as ISO strings). */
 export interface InstanceView {
   instance_id: string;

@@ -1,5 +1,5 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, recordOf, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import {
   AcquireRequest,
   AcquireResult,
@@ -227,7 +227,7 @@ export class RedisLoadStore implements LoadStore {
     return {
       version: d.version,
       generated_at: d.now,
-      instances: d.instances.map(({ last_seen_at: _s, is_alive: _a, load: _l, inflight_by_proxy: _b, engine: _e, saturated: _x, ...record }) => record),
+      instances: d.instances.map(recordOf),
     };
   }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InstanceRecord, InstanceState, toInstanceRecord } from '@switchyard/contracts';
+import { InstanceRecord, InstanceState, recordOf, toInstanceRecord } from '@switchyard/contracts';
 import type { DeclaredInstance } from '@switchyard/config';
 import type { LoadStore } from '@switchyard/load-store';
 import type { ControlPlaneConfig } from '../config';
@@ -9,7 +9,8 @@ import { listModels } from '../liveness/probe';
 type Registration = Omit<InstanceRecord, 'registered_at'>;
 
 function toRegistration(s: InstanceState): Registration {
-  return { instance_id: s.instance_id, url: s.url, models: s.models, endpoints: s.endpoints, tags: s.tags, weight: s.weight, max_inflight: s.max_inflight, meta: s.meta, ttl_s: s.ttl_s };
+  const { registered_at: _r, ...registration } = recordOf(s);
+  return registration;
 }
 
 /**
