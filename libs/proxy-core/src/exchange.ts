@@ -22,6 +22,16 @@ export class Exchange {
   readonly startedAt = performance.now();
   model: string | null = null;
   instanceId: string | null = null;
+  /** The route forwarded (`/v1/chat/completions`, …); null for the shell's own routes. */
+  route: string | null = null;
+  /** Token counts from the answer's `usage` (whole body or a stream's usage chunk); null while unknown. */
+  usage: { prompt_tokens: number; completion_tokens: number } | null = null;
+  /** performance.now() when the client was sent the first data event (stream) or the whole body; null before. */
+  firstTokenAt: number | null = null;
+  /** Time spent waiting in the admission queue, in ms (0 when admitted at once). */
+  queueWaitMs = 0;
+  /** Attempts made (1 when the first instance answered). */
+  attempts = 0;
   private done = false;
   private slot?: Slot;
   private controller?: AbortController;
