@@ -415,6 +415,62 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await acquireId(store, 'least_load')).toBe('a');
     });
 
+    it('affinity: a key bound at release sends later acquires there, from any proxy, while it has room; hard waits when it is full', async () => {
+      await store.register(record('a', { max_inflight: 3 }));
+      await store.register(record('b'));
+      await store.register(record('c'));
+      const hard = { key: 'r:resp_1', mode: 'hard' as const, ttlMs: 60_000 };
+      // No binding yet: an ordinary pick, nothing to report.
+      const first = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard, exclude: ['b', 'c'] });
+      expect(first).toMatchObject({ kind: 'acquired', instance_id: 'a' });
+      expect(first.kind === 'acquired' && first.affinity).toBeFalsy();
+      expect(await acquireId(store, 'least_load', ['b', 'c'])).toBe('a');
+      await store.release('p1', 'a', { key: 'r:resp_1', ttlMs: 60_000 });
+      // a holds 1, b and c none: least_load alone would not pick a, the bound key does.
+      for (const proxyId of ['p2', 'p1']) {
+        expect(await store.acquire({ proxyId, model: 'm', strategy: 'least_load', affinity: hard })).toMatchObject({ kind: 'acquired', instance_id: 'a', affinity: 'hit' });
+      }
+      expect(await inflightOf('a')).toBe(3);
+      // Full: a hard key waits for its instance; a soft one bound there goes elsewhere and is bound anew.
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard })).toEqual({ kind: 'all_full' });
+      const softKey = { key: 's:x', mode: 'soft' as const, ttlMs: 60_000 };
+      await store.release('p1', 'a', { key: 's:x', ttlMs: 60_000 });
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard })).toMatchObject({ instance_id: 'a', affinity: 'hit' });
+      const soft = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: softKey });
+      expect(soft).toMatchObject({ kind: 'acquired', affinity: 'gone' });
+      const moved = soft.kind === 'acquired' ? soft.instance_id : '';
+      expect(['b', 'c']).toContain(moved);
+      expect(await store.acquire({ proxyId: 'p2', model: 'm', strategy: 'least_load', affinity: softKey })).toMatchObject({ kind: 'acquired', instance_id: moved, affinity: 'hit' });
+    });
+
+    it('affinity: a key whose instance is gone (marked down, removed, excluded, another model) falls back to the strategy and says so', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      await store.register(record('x', { models: ['other'] }));
+      const hard = (key: string) => ({ key, mode: 'hard' as const, ttlMs: 60_000 });
+      await store.release('p1', 'a', { key: 'k1', ttlMs: 60_000 });
+      await store.release('p1', 'x', { key: 'k2', ttlMs: 60_000 });
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard('k1'), exclude: ['a'] })).toMatchObject({ kind: 'acquired', instance_id: 'b', affinity: 'gone' });
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard('k2') })).toMatchObject({ kind: 'acquired', affinity: 'gone' });
+      await store.markDown('a');
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard('k1') })).toMatchObject({ kind: 'acquired', instance_id: 'b', affinity: 'gone' });
+      await store.heartbeat('a', {});
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard('k1') })).toMatchObject({ kind: 'acquired', instance_id: 'a', affinity: 'hit' });
+      await store.remove('a');
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: hard('k1') })).toMatchObject({ kind: 'acquired', instance_id: 'b', affinity: 'gone' });
+    });
+
+    it('affinity: a binding lapses after its ttl', async () => {
+      await store.register(record('a'));
+      await store.register(record('b'));
+      await store.release('p1', 'b', { key: 'k', ttlMs: 150 });
+      expect(await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: { key: 'k', mode: 'hard', ttlMs: 150 } })).toMatchObject({ instance_id: 'b', affinity: 'hit' });
+      await sleep(250);
+      const r = await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load', affinity: { key: 'k', mode: 'hard', ttlMs: 150 } });
+      expect(r).toMatchObject({ kind: 'acquired', instance_id: 'a' });
+      expect(r.kind === 'acquired' && r.affinity).toBeFalsy();
+    });
+
     it('releases exactly once per acquisition and never below 0', async () => {
       await store.register(record('a'));
       await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });

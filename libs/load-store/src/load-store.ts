@@ -15,10 +15,31 @@ export interface AcquireRequest {
   strategy: Strategy;
   /** Instances not to pick this time (already tried, cooling down). */
   exclude?: readonly string[];
+  /** Stickiness: prefer the instance this key is bound to (see Affinity). */
+  affinity?: Affinity;
+}
+
+/**
+ * A request that should land where an earlier one did. `hard`: the state it needs lives there (a
+ * previous_response_id): wait while that instance is full, pick as usual only when it cannot serve.
+ * `soft` (a session): prefer it while it has room, and bind the key to whichever instance is taken.
+ * Keys live ttlMs after their last binding, in the model's pool.
+ */
+export interface Affinity {
+  key: string;
+  mode: 'hard' | 'soft';
+  ttlMs: number;
+}
+
+/** Binds a key (a response id) to the instance released, for ttlMs. */
+export interface AffinityBinding {
+  key: string;
+  ttlMs: number;
 }
 
 export type AcquireResult =
-  | { kind: 'acquired'; instance_id: string; url: string; inflight: number }
+  /** affinity: 'hit' when the bound instance was taken, 'gone' when the key named one that cannot serve now. */
+  | { kind: 'acquired'; instance_id: string; url: string; inflight: number; affinity?: 'hit' | 'gone' }
   | { kind: 'unknown_model' }
   | { kind: 'none_alive' }
   | { kind: 'all_full' };
@@ -125,8 +146,8 @@ export interface LoadStore {
 
   /** Selects an instance for the model and takes one in-flight slot on it, in one atomic step. */
   acquire(request: AcquireRequest): Promise<AcquireResult>;
-  /** Gives back one slot this proxy holds on the instance; returns the new count, or null when it held none. */
-  release(proxyId: string, instanceId: string): Promise<number | null>;
+  /** Gives back one slot this proxy holds on the instance; returns the new count, or null when it held none. Binds `bind` to the instance first. */
+  release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null>;
   /** Replaces this proxy's contributions with its local truth, adjusting the shared sums atomically. */
   reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void>;
 

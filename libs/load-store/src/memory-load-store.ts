@@ -3,6 +3,7 @@ import { Candidate, pick } from '@switchyard/routing';
 import {
   AcquireRequest,
   AcquireResult,
+  AffinityBinding,
   FleetState,
   HeartbeatResult,
   HeartbeatUpdate,
@@ -53,6 +54,8 @@ export class MemoryLoadStore implements LoadStore {
   private readonly instances = new Map<string, Entry>();
   private readonly leases = new Map<string, Lease>();
   private readonly tickets = new Map<string, number>();
+  /** Affinity key -> the instance it is bound to, until when (store clock). */
+  private readonly affinity = new Map<string, { id: string; until: number }>();
   private version = 0;
   /** Liveness and engine changes: a sequence number, and the last one of each instance. */
   private changeSeq = 0;
@@ -202,16 +205,35 @@ export class MemoryLoadStore implements LoadStore {
         max_inflight: e.record.max_inflight,
         is_alive: this.isAlive(e, now),
       }));
-    const outcome = pick(request.strategy, candidates, input);
-    if (outcome.kind !== 'picked') return outcome;
-    const entry = this.instances.get(outcome.instance_id) as Entry;
+    const a = request.affinity;
+    let affinity: 'hit' | 'gone' | undefined;
+    let chosen: string | undefined;
+    const bound = a ? this.affinity.get(a.key) : undefined;
+    if (bound && bound.until >= now) {
+      affinity = 'gone';
+      const c = candidates.find((x) => x.instance_id === bound.id);
+      if (c?.is_alive) {
+        if (c.max_inflight === null || c.inflight < c.max_inflight) [chosen, affinity] = [c.instance_id, 'hit'];
+        else if (a?.mode === 'hard') return { kind: 'all_full' };
+      }
+    }
+    if (!chosen) {
+      const outcome = pick(request.strategy, candidates, input);
+      if (outcome.kind !== 'picked') return outcome;
+      chosen = outcome.instance_id;
+    }
+    const entry = this.instances.get(chosen) as Entry;
     entry.inflight += 1;
     const contributions = this.leaseOf(request.proxyId, now).contributions;
-    contributions.set(outcome.instance_id, (contributions.get(outcome.instance_id) ?? 0) + 1);
-    return { kind: 'acquired', instance_id: outcome.instance_id, url: entry.record.url, inflight: entry.inflight };
+    contributions.set(chosen, (contributions.get(chosen) ?? 0) + 1);
+    if (a?.mode === 'soft') this.bind(a.key, chosen, now + a.ttlMs);
+    const result: AcquireResult = { kind: 'acquired', instance_id: chosen, url: entry.record.url, inflight: entry.inflight };
+    if (affinity) result.affinity = affinity;
+    return result;
   }
 
-  async release(proxyId: string, instanceId: string): Promise<number | null> {
+  async release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null> {
+    if (bind) this.bind(bind.key, instanceId, this.now() + bind.ttlMs);
     const contributions = this.leases.get(proxyId)?.contributions;
     const held = contributions?.get(instanceId) ?? 0;
     if (!contributions || held <= 0) return null;
@@ -221,6 +243,15 @@ export class MemoryLoadStore implements LoadStore {
     if (!entry) return null;
     entry.inflight = Math.max(0, entry.inflight - 1);
     return entry.inflight;
+  }
+
+  private bind(key: string, id: string, until: number): void {
+    // Expired keys go in bulk now and then, as Redis expires them, so sessions cannot pile up.
+    if (this.affinity.size >= 100_000) {
+      const now = this.now();
+      for (const [k, v] of this.affinity) if (v.until < now) this.affinity.delete(k);
+    }
+    this.affinity.set(key, { id, until });
   }
 
   async reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void> {

@@ -3,6 +3,7 @@ import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyStat
 import type {
   AcquireRequest,
   AcquireResult,
+  AffinityBinding,
   FleetState,
   HeartbeatResult,
   HeartbeatUpdate,
@@ -207,8 +208,8 @@ export class PooledLoadStore implements LoadStore {
     return r;
   }
 
-  async release(proxyId: string, instanceId: string): Promise<number | null> {
-    return (await this.poolOfInstance(instanceId))?.release(proxyId, instanceId) ?? null;
+  async release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null> {
+    return (await this.poolOfInstance(instanceId))?.release(proxyId, instanceId, bind) ?? null;
   }
 
   /** Each pool gets this proxy's counts there, and an empty rewrite where it holds none now. */

@@ -3,6 +3,7 @@ import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, Re
 import {
   AcquireRequest,
   AcquireResult,
+  AffinityBinding,
   FleetState,
   HeartbeatResult,
   HeartbeatUpdate,
@@ -266,11 +267,17 @@ export class RedisLoadStore implements LoadStore {
       request.proxyId,
       this.random(),
       this.random(),
+      request.affinity?.key ?? '',
+      request.affinity?.mode ?? '',
+      request.affinity?.ttlMs ?? 0,
       ...(request.exclude ?? []),
-    )) as [number, string?, string?, number?];
+    )) as [number, string?, string?, number?, string?];
     switch (r[0]) {
-      case 1:
-        return { kind: 'acquired', instance_id: r[1] as string, url: r[2] as string, inflight: r[3] as number };
+      case 1: {
+        const acquired: AcquireResult = { kind: 'acquired', instance_id: r[1] as string, url: r[2] as string, inflight: r[3] as number };
+        if (r[4]) acquired.affinity = r[4] as 'hit' | 'gone';
+        return acquired;
+      }
       case 0:
         return { kind: 'unknown_model' };
       case -1:
@@ -280,8 +287,8 @@ export class RedisLoadStore implements LoadStore {
     }
   }
 
-  async release(proxyId: string, instanceId: string): Promise<number | null> {
-    const n = (await this.run('syRelease', proxyId, instanceId, this.capacityChannel)) as number;
+  async release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null> {
+    const n = (await (bind ? this.run('syRelease', proxyId, instanceId, this.capacityChannel, bind.key, bind.ttlMs) : this.run('syRelease', proxyId, instanceId, this.capacityChannel))) as number;
     return n < 0 ? null : n;
   }
 

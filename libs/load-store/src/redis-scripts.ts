@@ -314,9 +314,13 @@ return 1
 
 /**
  * Select-and-acquire in one step, O(log N) in the instances of the model (O(k log N) with k excluded).
- * ARGV: prefix, model, strategy, proxy, rand1, rand2, excluded ids...
- * Returns {1, id, url, inflight} or {code}: 0 unknown model, -1 none alive, -2 all full.
- * The pick is libs/routing pick() over the alive instances; the store contract suite holds both to the same picks.
+ * ARGV: prefix, model, strategy, proxy, rand1, rand2, affinity key ('' = none), affinity mode ('hard' | 'soft'),
+ * affinity ttl ms, excluded ids...
+ * Returns {1, id, url, inflight, affinity} or {code}: 0 unknown model, -1 none alive, -2 all full.
+ * affinity: 'hit' (the instance `aff:<key>` names was taken), 'gone' (it names one that cannot serve now), '' otherwise.
+ * A hard affinity waits for its instance when it is full (-2); a soft one then picks as usual. A soft key is
+ * bound to the instance taken, for ttl ms. The pick is libs/routing pick() over the alive instances; the store
+ * contract suite holds both to the same picks.
  */
 export const ACQUIRE = `${NOW}${JUDGED_AT}${HOT}${LOCATE}
 local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
@@ -324,7 +328,7 @@ local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
 local now = now_ms()
 local at = judged_at(p, now)
 local excluded, nex = {}, 0
-for i = 7, #ARGV do
+for i = 10, #ARGV do
   if not excluded[ARGV[i]] then nex = nex + 1 end
   excluded[ARGV[i]] = true
 end
@@ -384,6 +388,23 @@ end
 
 local ticket = redis.call('HINCRBY', p .. 'rr', model, 1) - 1
 local chosen, h
+local aff, akey, amode = '', ARGV[7], ARGV[8]
+if akey ~= '' then
+  local want = redis.call('GET', p .. 'aff:' .. akey)
+  if want then
+    aff = 'gone'
+    local wh = not excluded[want] and redis.call('HEXISTS', p .. 'down', want) == 0 and fresh(want)
+    local serves = false
+    if wh then for _, m in ipairs(wh.models) do if m == model then serves = true end end end
+    if serves then
+      if not (wh.max and inflight_of(p, want) >= wh.max) then
+        chosen, h, aff = want, wh, 'hit'
+      elseif amode == 'hard' then
+        return {-2}
+      end
+    end
+  end
+end
 while not chosen do
   if strategy == 'least_load' then
     local first
@@ -448,16 +469,19 @@ if h.max and count >= h.max then new = 'F' end
 place(p, chosen, h, prefix_at(h, count - 1), new)
 redis.call('HINCRBY', p .. 'contrib:' .. proxy, chosen, 1)
 redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
-return {1, chosen, h.url, count}
+if akey ~= '' and amode == 'soft' then redis.call('SET', p .. 'aff:' .. akey, chosen, 'PX', ARGV[9]) end
+return {1, chosen, h.url, count, aff}
 `;
 
 /**
- * ARGV: prefix, proxy, id, capacity channel. Returns the new count, or -1 when this proxy held no slot there.
- * Publishes the id on the channel when it leaves max_inflight. A contribution that reaches 0 stays as 0
- * (one write less per release); the reads leave zeros out and reconcile rewrites the hash.
+ * ARGV: prefix, proxy, id, capacity channel, affinity key (optional), its ttl ms. Returns the new count, or -1
+ * when this proxy held no slot there. Publishes the id on the channel when it leaves max_inflight. A
+ * contribution that reaches 0 stays as 0 (one write less per release); the reads leave zeros out and
+ * reconcile rewrites the hash. An affinity key (a response id the instance answered with) is bound to it.
  */
 export const RELEASE = `${HOT}
 local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
+if ARGV[5] and ARGV[5] ~= '' then redis.call('SET', p .. 'aff:' .. ARGV[5], id, 'PX', ARGV[6]) end
 local key = p .. 'contrib:' .. proxy
 if redis.call('HINCRBY', key, id, -1) < 0 then
   redis.call('HDEL', key, id)
