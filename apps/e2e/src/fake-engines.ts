@@ -109,7 +109,44 @@ export class FakeEngine {
       }
       return this.chat(body, res);
     }
+    if (req.method === 'POST' && path === '/v1/responses') {
+      this.received += 1;
+      return this.respond(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>, res);
+    }
     this.send(res, 404, JSON.stringify({ error: { message: `no route ${req.method} ${path}`, type: 'not_found_error', code: 404 } }));
+  }
+
+  /** Responses this engine made, by id: as vLLM's Responses API keeps them, in its own memory only. */
+  readonly responses = new Set<string>();
+
+  /** vLLM's /v1/responses: a follow-up names a response this engine made, or gets vLLM's 404. */
+  private async respond(body: Record<string, unknown>, res: http.ServerResponse): Promise<void> {
+    const prev = body.previous_response_id;
+    if (typeof prev === 'string' && !this.responses.has(prev)) {
+      return this.send(res, 404, JSON.stringify({ error: { message: `Response with id '${prev}' not found.`, type: 'invalid_request_error', code: 404 } }));
+    }
+    const id = `resp_${this.kind}${this.port}x${(++this.seq).toString(16)}`;
+    this.responses.add(id);
+    const text = `Hello from ${this.kind}`;
+    const message = { type: 'message', id: `msg_${id}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] };
+    const response = (status: string, output: unknown[]) => ({
+      id,
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      model: this.model,
+      status,
+      output,
+      previous_response_id: prev ?? null,
+      usage: status === 'completed' ? { input_tokens: 7, output_tokens: 3, total_tokens: 10 } : null,
+    });
+    if (body.stream !== true) return this.send(res, 200, JSON.stringify(response('completed', [message])));
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    let n = 0;
+    const event = (type: string, data: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: n++, ...data })}\n\n`;
+    res.write(event('response.created', { response: response('in_progress', []) }));
+    if (this.tokenDelayMs) await sleep(this.tokenDelayMs);
+    res.write(event('response.output_text.delta', { item_id: message.id, output_index: 0, content_index: 0, delta: text }));
+    res.end(event('response.completed', { response: response('completed', [message]) }));
   }
 
   private async chat(body: Record<string, unknown>, res: http.ServerResponse): Promise<void> {

@@ -22,6 +22,8 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'RECONCILE_S', meaning: 'how often the proxy rewrites its shared contribution from its own counts' },
     { name: 'PROXY_NAME', meaning: 'the proxy id is NAME@start-time' },
     { name: 'LOG_LEVEL', meaning: 'fatal, error, warn, info, debug, trace or silent (JSON logs)' },
+    { name: 'AFFINITY_TTL_S', meaning: 'how long a response id (previous_response_id) or session stays bound to the instance that served it; 0 turns binding off' },
+    { name: 'SESSION_AFFINITY', meaning: 'true: requests with the same x-session-id header go to the same instance while it has room' },
     { name: 'QUEUE_MAX', meaning: 'requests that may wait for capacity (more: 429); 0 turns the queue off' },
     { name: 'QUEUE_TIMEOUT_S', meaning: 'longest wait in that queue (then 503)' },
     { name: 'DRAIN_SETTLE_S', meaning: 'after SIGTERM, how long /readyz says draining while the proxy still accepts' },

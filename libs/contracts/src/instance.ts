@@ -51,7 +51,7 @@ export function derivedInstanceId(host: string, port: number): string {
 }
 
 /** The OpenAI routes an instance serves unless it says otherwise. */
-export const DEFAULT_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings'] as const;
+export const DEFAULT_ENDPOINTS = ['/v1/chat/completions', '/v1/completions', '/v1/embeddings', '/v1/responses'] as const;
 
 /**
  * Where an instance is reached. The proxy appends the API path to it, so a query or a fragment

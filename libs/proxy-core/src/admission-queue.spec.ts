@@ -25,3 +25,35 @@ describe('AdmissionQueue depth', () => {
     expect({ ...queue.depth }).toEqual({});
   });
 });
+
+describe('AdmissionQueue with affinity', () => {
+  it('asks for the head waiter with its own affinity, so a hard one waits for its instance while the others wait behind it, first come first served', async () => {
+    const asked: (string | undefined)[] = [];
+    let free = false;
+    const slot = (instanceId: string) => ({ kind: 'acquired' as const, slot: { instanceId, url: '', release: () => undefined } });
+    const queue = new AdmissionQueue({
+      max: 10,
+      timeoutMs: 60_000,
+      slots: {
+        acquire: async (_model, _tried, affinity) => {
+          asked.push(affinity?.key);
+          // The bound instance stays full until `free`; anything else has room.
+          if (affinity && !free) return { kind: 'all_full' };
+          return slot(affinity ? 'bound' : 'any');
+        },
+      },
+    });
+    const signal = new AbortController().signal;
+    const sticky = queue.wait('m', signal, { key: 'r:1', mode: 'hard', ttlMs: 1000 });
+    const plain = queue.wait('m', signal);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(queue.length).toBe(2);
+    expect(asked.every((k) => k === 'r:1')).toBe(true);
+    free = true;
+    queue.kick();
+    const [a, b] = await Promise.all([sticky, plain]);
+    expect(a.kind === 'acquired' && a.slot.instanceId).toBe('bound');
+    expect(b.kind === 'acquired' && b.slot.instanceId).toBe('any');
+    expect(asked.slice(-2)).toEqual(['r:1', undefined]);
+  });
+});

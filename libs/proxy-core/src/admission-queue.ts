@@ -1,9 +1,11 @@
+import type { Affinity } from '@switchyard/load-store';
 import type { SlotResult, Slots } from './slots';
 
 export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: 'queue_full' } | { kind: 'queue_timeout' } | { kind: 'gone' };
 
 interface Waiter {
   model: string;
+  affinity?: Affinity;
   settle: (outcome: QueueOutcome) => void;
 }
 
@@ -44,13 +46,14 @@ export class AdmissionQueue {
     return (this.queues.get(model)?.length ?? 0) > 0;
   }
 
-  /** Waits for a slot; `signal` aborts when the client leaves. */
-  wait(model: string, signal: AbortSignal): Promise<QueueOutcome> {
+  /** Waits for a slot (on its bound instance, for a hard affinity); `signal` aborts when the client leaves. */
+  wait(model: string, signal: AbortSignal, affinity?: Affinity): Promise<QueueOutcome> {
     if (this.size >= this.options.max) return Promise.resolve({ kind: 'queue_full' });
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined = undefined;
       const waiter: Waiter = {
         model,
+        affinity,
         settle: (outcome) => {
           clearTimeout(timer);
           signal.removeEventListener('abort', onAbort);
@@ -98,19 +101,19 @@ export class AdmissionQueue {
 
   private async pump(): Promise<void> {
     for (const model of [...this.queues.keys()]) {
-      while (this.waiting(model)) {
+      for (let head = this.queues.get(model)?.[0]; head; head = this.queues.get(model)?.[0]) {
         let result: SlotResult;
         try {
-          result = await this.options.slots.acquire(model);
+          result = await this.options.slots.acquire(model, undefined, head.affinity);
         } catch {
           return;
         }
+        // Full for the head: first come, first served, so the others wait behind it.
         if (result.kind === 'all_full') break;
-        const head = this.queues.get(model)?.[0];
-        if (!head) {
-          // The waiter left while we acquired for it.
+        if (this.queues.get(model)?.[0] !== head) {
+          // The head left while we acquired for it; another may want a different instance.
           if (result.kind === 'acquired') result.slot.release();
-          break;
+          continue;
         }
         head.settle(result);
       }

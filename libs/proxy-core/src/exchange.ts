@@ -5,7 +5,11 @@ import type { Socket } from 'node:net';
 export interface Slot {
   readonly instanceId: string;
   readonly url: string;
+  /** 'hit' when the request's affinity key sent it to its bound instance, 'gone' when that instance could not serve. */
+  readonly affinity?: 'hit' | 'gone';
   release(): void;
+  /** Binds a key (the response id this instance answered with) to the instance, in the same store call as the release. */
+  bind?(key: string): void;
 }
 
 /** nginx's "client closed request": the client left before the response ended. */

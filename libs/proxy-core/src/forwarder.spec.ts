@@ -50,15 +50,15 @@ async function startProxy(env: Record<string, string> = {}, maxInflight: number 
   // Each slot the ledger hands out notes, when released, whether the proxy had already aborted that exchange's upstream call.
   const slots = proxy.runtime.slots;
   const acquire = slots.acquire.bind(slots);
-  slots.acquire = async (model, tried) => {
-    const r = await acquire(model, tried);
+  slots.acquire = async (model, tried, affinity) => {
+    const r = await acquire(model, tried, affinity);
     if (r.kind !== 'acquired') return r;
     const { slot } = r;
     const release = () => {
       releases.push([...proxy.runtime.exchanges.all].some((ex) => ex.instanceId === slot.instanceId && ex.signal.aborted));
       slot.release();
     };
-    return { kind: 'acquired', slot: { instanceId: slot.instanceId, url: slot.url, release } };
+    return { kind: 'acquired', slot: { ...slot, release } };
   };
   await proxy.listen(0, '127.0.0.1');
   base = `http://127.0.0.1:${(proxy.app.getHttpServer().address() as AddressInfo).port}`;

@@ -3,12 +3,14 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request, Dispatcher } from 'undici';
 import { errorBody, ErrorBody } from '@switchyard/contracts';
+import type { Affinity } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
+import { affinityOf, bindStreamed, bindWhole, RESPONSES_ROUTE } from './affinity';
 import type { Exchange, Slot } from './exchange';
 import type { ProxyRuntime } from './proxy-runtime';
 
 /** OpenAI routes forwarded to instances. */
-export const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings']);
+export const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', RESPONSES_ROUTE]);
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus what undici sets itself; headers named in `Connection:` are dropped too. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
 /** Errors that mean the instance could not be reached at all: retried elsewhere, and the instance cools down. */
@@ -102,9 +104,11 @@ async function readCapped(body: Dispatcher.ResponseData['body']): Promise<Buffer
 export class Forwarder {
   private readonly agent: Agent;
   private seq = 0;
+  private readonly affinityTtlMs: number;
 
   constructor(private readonly rt: ProxyRuntime) {
     // No per-instance connection cap: max_inflight and the admission queue are the limits, visibly.
+    this.affinityTtlMs = rt.config.AFFINITY_TTL_S * 1000;
     this.agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
   }
 
@@ -136,14 +140,16 @@ export class Forwarder {
     if (body === 'aborted') return;
     if (body === 'too_large') return sendError(res, 413, errorBody(`body: larger than MAX_BODY_BYTES (${config.MAX_BODY_BYTES} bytes)`, 'invalid_request_error', 'body_too_large'), { connection: 'close' });
     if (body === 'timeout') return sendError(res, 408, errorBody(`body: not received within REQUEST_BODY_TIMEOUT_S (${config.REQUEST_BODY_TIMEOUT_S} s)`, 'invalid_request_error', 'body_timeout'), { connection: 'close' });
-    let model: unknown;
+    let parsed: { model?: unknown; previous_response_id?: unknown } | null;
     try {
-      model = (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
+      parsed = JSON.parse(body.toString('utf8')) as typeof parsed;
     } catch {
       return sendError(res, 400, errorBody('body: not valid JSON', 'invalid_request_error', 'invalid_json'));
     }
+    const model = parsed?.model;
     if (typeof model !== 'string' || !model) return sendError(res, 400, errorBody('model: required, a non-empty string', 'invalid_request_error', 'invalid_field', 'model'));
     ex.model = model;
+    const affinity = affinityOf(route, parsed, req.headers, this.affinityTtlMs, config.SESSION_AFFINITY);
     const headers = endToEnd(req.headers, false) as Record<string, string>;
     headers['x-request-id'] = requestId;
     // A pipelined request waits for the responses before it, holding nothing meanwhile.
@@ -153,7 +159,7 @@ export class Forwarder {
     const tried: string[] = [];
     let last: Failure | undefined;
     for (let attempt = 0; ; attempt++) {
-      const admitted = await this.admit(ex, model, tried);
+      const admitted = await this.admit(ex, model, tried, affinity);
       if (admitted.kind !== 'acquired') {
         if (admitted.kind === 'gone' || ex.ended) return;
         if (last) return this.answerFailure(res, model, last);
@@ -161,6 +167,9 @@ export class Forwarder {
       }
       ex.hold(admitted.slot);
       if (ex.ended) return;
+      if (admitted.slot.affinity === 'gone' && tried.length === 0) {
+        this.rt.logger.info({ request_id: requestId, model, affinity: affinity?.key, instance_id: admitted.slot.instanceId }, 'affinity: the bound instance cannot serve now; routed by strategy');
+      }
       this.rt.metrics.countSelection(config.ROUTING_STRATEGY, admitted.slot.instanceId);
       const failure = await this.attempt(ex, route, admitted.slot, headers, body, attempt === config.MAX_RETRIES);
       if (!failure) return;
@@ -171,11 +180,11 @@ export class Forwarder {
   }
 
   /** The first attempt queues when every instance is full (or others wait already: first come, first served); retries never queue. */
-  private async admit(ex: Exchange, model: string, tried: string[]): Promise<QueueOutcome | { kind: 'all_full' }> {
+  private async admit(ex: Exchange, model: string, tried: string[], affinity: Affinity | undefined): Promise<QueueOutcome | { kind: 'all_full' }> {
     const { queue, slots } = this.rt;
-    if (tried.length === 0 && queue.waiting(model)) return queue.wait(model, ex.signal);
-    const picked = await slots.acquire(model, tried);
-    if (picked.kind === 'all_full' && tried.length === 0) return queue.wait(model, ex.signal);
+    if (tried.length === 0 && queue.waiting(model)) return queue.wait(model, ex.signal, affinity);
+    const picked = await slots.acquire(model, tried, affinity);
+    if (picked.kind === 'all_full' && tried.length === 0) return queue.wait(model, ex.signal, affinity);
     return picked;
   }
 
@@ -225,12 +234,14 @@ export class Forwarder {
         if (ex.ended) return undefined;
         return void sendError(res, 502, errorBody(`upstream ${slot.instanceId}: body cut: ${(err as Error).message}`, 'server_error', 'upstream_error'));
       }
+      if (route === RESPONSES_ROUTE && upstream.statusCode === 200) bindWhole(slot, whole);
       onEnd();
       res.writeHead(upstream.statusCode, out);
       res.end(whole);
       return undefined;
     }
     res.writeHead(upstream.statusCode, out);
+    if (route === RESPONSES_ROUTE && sse && upstream.statusCode === 200) bindStreamed(slot, answer);
     answer.once('data', () => metrics.observeTtfb(route, (performance.now() - started) / 1000));
     answer.once('end', onEnd);
     try {

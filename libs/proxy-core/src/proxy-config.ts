@@ -31,6 +31,9 @@ const schema = z.object({
     .refine((v) => v === 'auto' || /^[1-9][0-9]{0,2}$/.test(v), { message: "a whole number from 1 to 999, or 'auto' (one per CPU)" })
     .transform((v) => (v === 'auto' ? availableParallelism() : Number(v))),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // Stickiness: a response id (and, with SESSION_AFFINITY, an x-session-id) stays bound to its instance this long.
+  AFFINITY_TTL_S: z.coerce.number().min(0).max(30 * 86_400).default(3600),
+  SESSION_AFFINITY: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
   QUEUE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   QUEUE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
   // Seconds, not milliseconds: over an hour is almost surely a unit typo.

@@ -47,6 +47,7 @@ export class ProxyRuntime {
       proxyId: this.proxyId,
       strategy: config.ROUTING_STRATEGY,
       cooldownMs: config.FAILURE_COOLDOWN_S * 1000,
+      affinityTtlMs: config.AFFINITY_TTL_S * 1000,
       onStoreError: (err, first) => {
         this.metrics.storeErrors.inc();
         if (first) this.logger.warn(`store unreachable (${(err as Error)?.message ?? String(err)}): routing on the local registry snapshot and this proxy's own counts`);

@@ -27,7 +27,7 @@ afterEach(async () => {
 async function ledger(options: Partial<SlotsOptions> = {}, through: RedisLoadStore = store): Promise<Slots> {
   const registry = new RegistryCache(through);
   await registry.pull();
-  const slots = new Slots({ store: through, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, random: () => 0, ...options });
+  const slots = new Slots({ store: through, registry, proxyId: 'p1', strategy: 'least_load', cooldownMs: 0, affinityTtlMs: 60_000, random: () => 0, ...options });
   freed.set(slots, 0);
   slots.onCapacity(() => freed.set(slots, (freed.get(slots) ?? 0) + 1));
   return slots;

@@ -1,4 +1,4 @@
-import type { AcquireResult, LoadStore } from '@switchyard/load-store';
+import type { AcquireResult, Affinity, AffinityBinding, LoadStore } from '@switchyard/load-store';
 import { pick, Strategy } from '@switchyard/routing';
 import type { Slot } from './exchange';
 import type { RegistryCache } from './registry-cache';
@@ -13,6 +13,8 @@ export interface SlotsOptions {
   strategy: Strategy;
   /** How long an instance that could not be reached is avoided; 0 disables. */
   cooldownMs: number;
+  /** How long a response id stays bound to the instance that answered it (see Slot.bind); 0: never bound. */
+  affinityTtlMs: number;
   /** A store call failed; `first` when it starts an outage (the ledger is now degraded). */
   onStoreError?: (err: unknown, first: boolean) => void;
   now?: () => number;
@@ -61,12 +63,15 @@ export class Slots {
     return sum;
   }
 
-  /** Selects and takes a slot for the model, avoiding `tried` and (while anything else is left) instances cooling down. */
-  async acquire(model: string, tried: readonly string[] = NO_EXCLUDE): Promise<SlotResult> {
+  /**
+   * Selects and takes a slot for the model, avoiding `tried` and (while anything else is left) instances
+   * cooling down; with an affinity, its bound instance first (see Affinity in the store).
+   */
+  async acquire(model: string, tried: readonly string[] = NO_EXCLUDE, affinity?: Affinity): Promise<SlotResult> {
     const exclude = this.excluded(tried);
-    let result = await this.select(model, exclude);
+    let result = await this.select(model, exclude, affinity);
     // Cooling down is a preference, not a wall: with nothing else left, try them again.
-    if (result.kind !== 'acquired' && result.kind !== 'unknown_model' && exclude.length > tried.length) result = await this.select(model, tried);
+    if (result.kind !== 'acquired' && result.kind !== 'unknown_model' && exclude.length > tried.length) result = await this.select(model, tried, affinity);
     return result;
   }
 
@@ -109,18 +114,19 @@ export class Slots {
     await this.send(() => this.options.store.reconcile(this.options.proxyId, counts)).catch((err) => this.storeFailed(err));
   }
 
-  private async select(model: string, exclude: readonly string[]): Promise<SlotResult> {
+  private async select(model: string, exclude: readonly string[], affinity?: Affinity): Promise<SlotResult> {
     if (!this.isDegraded) {
       this.pending += 1;
       let answer: AcquireResult | undefined;
+      const request = { proxyId: this.options.proxyId, model, strategy: this.options.strategy, exclude, ...(affinity ? { affinity } : {}) };
       try {
-        answer = await this.send(() => this.options.store.acquire({ proxyId: this.options.proxyId, model, strategy: this.options.strategy, exclude }));
+        answer = await this.send(() => this.options.store.acquire(request));
       } catch (err) {
         this.storeFailed(err);
       }
       try {
         // Counted here in the same tick the answer arrived, before the guard drops.
-        if (answer) return answer.kind === 'acquired' ? this.take(answer.instance_id, answer.url) : answer;
+        if (answer) return answer.kind === 'acquired' ? this.take(answer.instance_id, answer.url, answer.affinity) : answer;
       } finally {
         this.pending -= 1;
       }
@@ -153,9 +159,13 @@ export class Slots {
     return this.take(outcome.instance_id, registry.get(outcome.instance_id)?.url ?? '');
   }
 
-  private take(instanceId: string, url: string): SlotResult {
+  private take(instanceId: string, url: string, affinity?: 'hit' | 'gone'): SlotResult {
     this.counts.set(instanceId, (this.counts.get(instanceId) ?? 0) + 1);
     let held = true;
+    let bound: AffinityBinding | undefined;
+    const bind = (key: string) => {
+      if (held && this.options.affinityTtlMs > 0) bound = { key, ttlMs: this.options.affinityTtlMs };
+    };
     const release = () => {
       if (!held) return;
       held = false;
@@ -164,12 +174,12 @@ export class Slots {
       else this.counts.delete(instanceId);
       // While degraded the store has lost track anyway; the reconcile after the outage rewrites this proxy's share.
       if (this.isDegraded) return this.capacityFreed();
-      this.send(() => this.options.store.release(this.options.proxyId, instanceId)).then(
+      this.send(() => this.options.store.release(this.options.proxyId, instanceId, bound)).then(
         () => this.capacityFreed(),
         (err) => this.storeFailed(err),
       );
     };
-    return { kind: 'acquired', slot: { instanceId, url, release } };
+    return { kind: 'acquired', slot: { instanceId, url, affinity, release, bind } };
   }
 
   private excluded(tried: readonly string[]): readonly string[] {

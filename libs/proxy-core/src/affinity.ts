@@ -1,0 +1,68 @@
+import type http from 'node:http';
+import type { Readable } from 'node:stream';
+import { createParser } from 'eventsource-parser';
+import type { Affinity } from '@switchyard/load-store';
+import type { Slot } from './exchange';
+
+/** The route whose answers are kept by the engine and continued with `previous_response_id`. */
+export const RESPONSES_ROUTE = '/v1/responses';
+/** Longer ids or session names are not bound: a key is a Redis key. */
+const KEY_MAX = 256;
+/** A stream's response id comes in its first event (response.created); looking further is wasted work. */
+const ID_SCAN_MAX = 64 * 1024;
+
+/**
+ * Where a request should land (see Affinity in the store): a follow-up on `/v1/responses`
+ * goes where its previous response was made (hard: the state lives there); with
+ * SESSION_AFFINITY, requests of one `x-session-id` prefer one instance (soft: warm cache).
+ */
+export function affinityOf(route: string, body: { previous_response_id?: unknown } | null, headers: http.IncomingHttpHeaders, ttlMs: number, sessions: boolean): Affinity | undefined {
+  if (ttlMs <= 0) return undefined;
+  if (route === RESPONSES_ROUTE) {
+    const prev = body?.previous_response_id;
+    if (typeof prev === 'string' && prev && prev.length <= KEY_MAX) return { key: `r:${prev}`, mode: 'hard', ttlMs };
+  }
+  if (!sessions) return undefined;
+  const session = headers['x-session-id'];
+  if (typeof session === 'string' && session && session.length <= KEY_MAX) return { key: `s:${session}`, mode: 'soft', ttlMs };
+  return undefined;
+}
+
+/** A whole `/v1/responses` answer: binds its `id` to the instance that made it. */
+export function bindWhole(slot: Slot, body: Buffer): void {
+  try {
+    const id = (JSON.parse(body.toString('utf8')) as { id?: unknown } | null)?.id;
+    if (typeof id === 'string' && id && id.length <= KEY_MAX) slot.bind?.(`r:${id}`);
+  } catch {
+    // Not JSON: nothing to continue from.
+  }
+}
+
+/**
+ * A streamed `/v1/responses` answer: reads events beside the pipeline (the client's bytes are
+ * neither copied nor delayed) until `response.created` names the response, binds it, and stops.
+ */
+export function bindStreamed(slot: Slot, answer: Readable): void {
+  let seen = 0;
+  const text = new TextDecoder();
+  const stop = () => answer.off('data', onData);
+  const parser = createParser({
+    onEvent(event) {
+      try {
+        const data = JSON.parse(event.data) as { response?: { id?: unknown } } | null;
+        const id = data?.response?.id;
+        if (typeof id !== 'string' || !id || id.length > KEY_MAX) return;
+        slot.bind?.(`r:${id}`);
+        stop();
+      } catch {
+        // A keep-alive comment or a non-JSON event: keep looking.
+      }
+    },
+  });
+  const onData = (chunk: Buffer) => {
+    seen += chunk.length;
+    parser.feed(text.decode(chunk, { stream: true }));
+    if (seen >= ID_SCAN_MAX) stop();
+  };
+  answer.on('data', onData);
+}
