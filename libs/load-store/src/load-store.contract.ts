@@ -471,6 +471,36 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(r.kind === 'acquired' && r.affinity).toBeFalsy();
     });
 
+    it('batch: releases and acquires in one call answer, in order, as their own calls would, and leave the same counts', async () => {
+      if (!store.batch) return;
+      await store.register(record('a', { max_inflight: 2 }));
+      await store.register(record('b'));
+      const acquire = (exclude: string[] = [], affinity?: { key: string; mode: 'hard' | 'soft'; ttlMs: number }) => ({ kind: 'acquire' as const, request: { proxyId: 'p1', model: 'm', strategy: 'least_load' as const, exclude, ...(affinity ? { affinity } : {}) } });
+      const answers = await store.batch('p1', [
+        acquire(['b']),
+        acquire(['b']),
+        acquire(['b']),
+        { kind: 'release', instanceId: 'a', bind: { key: 'k', ttlMs: 60_000 } },
+        { kind: 'release', instanceId: 'b' },
+        acquire([], { key: 'k', mode: 'hard', ttlMs: 60_000 }),
+        { kind: 'acquire', request: { proxyId: 'p1', model: 'nope', strategy: 'least_load' } },
+        acquire(['a']),
+      ]);
+      expect(answers).toEqual([
+        { kind: 'acquired', instance_id: 'a', url: record('a').url, inflight: 1 },
+        { kind: 'acquired', instance_id: 'a', url: record('a').url, inflight: 2 },
+        { kind: 'all_full' },
+        1,
+        null,
+        { kind: 'acquired', instance_id: 'a', url: record('a').url, inflight: 2, affinity: 'hit' },
+        { kind: 'unknown_model' },
+        { kind: 'acquired', instance_id: 'b', url: record('b').url, inflight: 1 },
+      ]);
+      expect(await inflightOf('a')).toBe(2);
+      expect(await inflightOf('b')).toBe(1);
+      expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ p1: 2 });
+    });
+
     it('releases exactly once per acquisition and never below 0', async () => {
       await store.register(record('a'));
       await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });

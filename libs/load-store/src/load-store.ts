@@ -31,6 +31,11 @@ export interface Affinity {
   ttlMs: number;
 }
 
+/** One call of a batch (see LoadStore.batch). */
+export type BatchOp = { kind: 'acquire'; request: AcquireRequest } | { kind: 'release'; instanceId: string; bind?: AffinityBinding };
+/** A batch op's answer: what acquire or release would have answered. */
+export type BatchAnswer = AcquireResult | number | null;
+
 /** Binds a key (a response id) to the instance released, for ttlMs. */
 export interface AffinityBinding {
   key: string;
@@ -148,6 +153,11 @@ export interface LoadStore {
   acquire(request: AcquireRequest): Promise<AcquireResult>;
   /** Gives back one slot this proxy holds on the instance; returns the new count, or null when it held none. Binds `bind` to the instance first. */
   release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null>;
+  /**
+   * Releases and acquires of one proxy, in order, in one round trip (optional: a store without it
+   * is called op by op). Each answer is what the op's own call would have answered.
+   */
+  batch?(proxyId: string, ops: readonly BatchOp[]): Promise<BatchAnswer[]>;
   /** Replaces this proxy's contributions with its local truth, adjusting the shared sums atomically. */
   reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void>;
 

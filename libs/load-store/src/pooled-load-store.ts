@@ -4,6 +4,8 @@ import type {
   AcquireRequest,
   AcquireResult,
   AffinityBinding,
+  BatchAnswer,
+  BatchOp,
   FleetState,
   HeartbeatResult,
   HeartbeatUpdate,
@@ -206,6 +208,30 @@ export class PooledLoadStore implements LoadStore {
     const r = await store.acquire(request);
     if (r.kind === 'acquired') this.instancePool.set(r.instance_id, this.modelPool.get(request.model) as string);
     return r;
+  }
+
+  /** Split by pool (one script call per pool touched, in parallel); each pool's ops keep their order. */
+  async batch(proxyId: string, ops: readonly BatchOp[]): Promise<BatchAnswer[]> {
+    const stores = await Promise.all(ops.map((op) => (op.kind === 'acquire' ? this.poolOfModel(op.request.model) : this.poolOfInstance(op.instanceId))));
+    const answers: BatchAnswer[] = ops.map((op) => (op.kind === 'acquire' ? { kind: 'unknown_model' } : null));
+    const groups = new Map<RedisLoadStore, number[]>();
+    stores.forEach((store, i) => {
+      if (!store) return;
+      const group = groups.get(store);
+      if (group) group.push(i);
+      else groups.set(store, [i]);
+    });
+    await Promise.all(
+      [...groups].map(async ([store, idx]) => {
+        const got = await store.batch(proxyId, idx.map((i) => ops[i]));
+        idx.forEach((i, k) => (answers[i] = got[k]));
+      }),
+    );
+    ops.forEach((op, i) => {
+      const a = answers[i];
+      if (op.kind === 'acquire' && a !== null && typeof a === 'object' && a.kind === 'acquired') this.instancePool.set(a.instance_id, this.modelPool.get(op.request.model) as string);
+    });
+    return answers;
   }
 
   async release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null> {

@@ -4,6 +4,8 @@ import {
   AcquireRequest,
   AcquireResult,
   AffinityBinding,
+  BatchAnswer,
+  BatchOp,
   FleetState,
   HeartbeatResult,
   HeartbeatUpdate,
@@ -50,6 +52,7 @@ type ScriptName =
   | 'syRemove'
   | 'syAcquire'
   | 'syRelease'
+  | 'syBatch'
   | 'syReconcile'
   | 'syRenewLease'
   | 'syDropLease'
@@ -70,6 +73,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   syRemove: scripts.REMOVE,
   syAcquire: scripts.ACQUIRE,
   syRelease: scripts.RELEASE,
+  syBatch: scripts.BATCH,
   syReconcile: scripts.RECONCILE,
   syRenewLease: scripts.RENEW_LEASE,
   syDropLease: scripts.DROP_LEASE,
@@ -105,6 +109,25 @@ function toInstanceState(rec: string, f: Fields, byProxy: Record<string, number>
     engine: f.eng == null ? { ...UNKNOWN_ENGINE } : (JSON.parse(f.eng) as EngineSignals),
     saturated: f.sat != null,
   };
+}
+
+/** ACQUIRE's reply: {1, id, url, inflight, affinity} or {code}. */
+type AcquireReply = [number, string?, string?, number?, string?];
+
+function acquireAnswer(r: AcquireReply): AcquireResult {
+  switch (r[0]) {
+    case 1: {
+      const acquired: AcquireResult = { kind: 'acquired', instance_id: r[1] as string, url: r[2] as string, inflight: r[3] as number };
+      if (r[4]) acquired.affinity = r[4] as 'hit' | 'gone';
+      return acquired;
+    }
+    case 0:
+      return { kind: 'unknown_model' };
+    case -1:
+      return { kind: 'none_alive' };
+    default:
+      return { kind: 'all_full' };
+  }
 }
 
 /** A connection as the options ask: one node, or a Redis Cluster from a seed node. */
@@ -271,20 +294,23 @@ export class RedisLoadStore implements LoadStore {
       request.affinity?.mode ?? '',
       request.affinity?.ttlMs ?? 0,
       ...(request.exclude ?? []),
-    )) as [number, string?, string?, number?, string?];
-    switch (r[0]) {
-      case 1: {
-        const acquired: AcquireResult = { kind: 'acquired', instance_id: r[1] as string, url: r[2] as string, inflight: r[3] as number };
-        if (r[4]) acquired.affinity = r[4] as 'hit' | 'gone';
-        return acquired;
+    )) as AcquireReply;
+    return acquireAnswer(r);
+  }
+
+  async batch(proxyId: string, ops: readonly BatchOp[]): Promise<BatchAnswer[]> {
+    const args: (string | number)[] = [proxyId, this.capacityChannel];
+    for (const op of ops) {
+      if (op.kind === 'release') {
+        args.push('R', op.instanceId, op.bind?.key ?? '', op.bind?.ttlMs ?? 0);
+        continue;
       }
-      case 0:
-        return { kind: 'unknown_model' };
-      case -1:
-        return { kind: 'none_alive' };
-      default:
-        return { kind: 'all_full' };
+      const { request: r } = op;
+      const exclude = r.exclude ?? [];
+      args.push('A', r.model, r.strategy, this.random(), this.random(), r.affinity?.key ?? '', r.affinity?.mode ?? '', r.affinity?.ttlMs ?? 0, exclude.length, ...exclude);
     }
+    const answers = (await this.run('syBatch', ...args)) as (number | AcquireReply)[];
+    return answers.map((a, i) => (ops[i].kind === 'release' ? ((a as number) < 0 ? null : (a as number)) : acquireAnswer(a as AcquireReply)));
   }
 
   async release(proxyId: string, instanceId: string, bind?: AffinityBinding): Promise<number | null> {

@@ -313,6 +313,157 @@ return 1
 `;
 
 /**
+ * acquire(): the select-and-acquire of ACQUIRE and BATCH; `excluded` is a set of ids, `nex` its size.
+ * Returns what ACQUIRE returns.
+ */
+const ACQUIRE_FN = `
+local function acquire(p, model, strategy, proxy, rand1, rand2, akey, amode, attl, excluded, nex)
+  local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
+  local now = now_ms()
+  local at = judged_at(p, now)
+
+  local function after(s)
+    local i = #s
+    while string.byte(s, i) == 255 do i = i - 1 end
+    return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1)
+  end
+  -- The member of key at index k_of(n) (0-based) of the run of members starting with run, skipping
+  -- excluded ids (whose members are member_of(id)), where n is how many the run holds besides them;
+  -- nil when none. r0, the run's first rank, is counted when not known.
+  -- Returns the member, n and the run's whole size. Ranks and lex counts: O(log N) each.
+  local function kth(key, run, k_of, member_of, r0)
+    local total = redis.call('ZLEXCOUNT', key, '[' .. run, '(' .. after(run))
+    if not r0 then r0 = redis.call('ZLEXCOUNT', key, '-', '(' .. run) end
+    local skips = {}
+    if nex > 0 then
+      for id, _ in pairs(excluded) do
+        local mem = member_of(id)
+        if mem and string.sub(mem, 1, #run) == run then
+          local r = redis.call('ZRANK', key, mem)
+          if r then skips[#skips + 1] = r end
+        end
+      end
+      table.sort(skips)
+    end
+    local n = total - #skips
+    if n <= 0 then return nil, 0, total end
+    local target = r0 + k_of(n)
+    for _, r in ipairs(skips) do if r <= target then target = target + 1 end end
+    return redis.call('ZRANGE', key, target, target)[1], n, total
+  end
+  local function ld_member(id)
+    local h = hot_of(p, id)
+    if h then return prefix_at(h, inflight_of(p, id)) .. id end
+    return nil
+  end
+  local function ix_member(id)
+    local h = hot_of(p, id)
+    if h then return h.sat .. id end
+    return nil
+  end
+  -- Lazily drops an instance whose ttl lapsed (the sweep reports it); its fields when it may be picked.
+  local function fresh(id)
+    local h = hot_of(p, id)
+    if h and h.exp >= at then return h end
+    unplace(p, id)
+    return nil
+  end
+  -- The saturation guard: the unsaturated run ('0', first in the set) when it has anyone left, else the saturated one ('1').
+  local function ix_pick(k_of)
+    local m, n, total = kth(ix, '0', k_of, ix_member, 0)
+    if not m then m, n = kth(ix, '1', k_of, ix_member, total) end
+    return m, n
+  end
+
+  local ticket = redis.call('HINCRBY', p .. 'rr', model, 1) - 1
+  local chosen, h
+  local aff = ''
+  if akey ~= '' then
+    local want = redis.call('GET', p .. 'aff:' .. akey)
+    if want then
+      aff = 'gone'
+      local wh = not excluded[want] and redis.call('HEXISTS', p .. 'down', want) == 0 and fresh(want)
+      local serves = false
+      if wh then for _, m in ipairs(wh.models) do if m == model then serves = true end end end
+      if serves then
+        if not (wh.max and inflight_of(p, want) >= wh.max) then
+          chosen, h, aff = want, wh, 'hit'
+        elseif amode == 'hard' then
+          return {-2}
+        end
+      end
+    end
+  end
+  while not chosen do
+    if strategy == 'least_load' then
+      local first
+      for _, m in ipairs(redis.call('ZRANGE', ld, 0, nex)) do
+        if not excluded[string.sub(m, 26)] then
+          first = m
+          break
+        end
+      end
+      if not first then break end
+      -- With nothing excluded the lowest member opens the run at rank 0.
+      local r0
+      if nex == 0 then r0 = 0 end
+      local m = kth(ld, string.sub(first, 1, 25), function(n) return ticket % n end, ld_member, r0)
+      local id = string.sub(m, 26)
+      h = fresh(id)
+      if h then chosen = id end
+    elseif strategy == 'power_of_two' then
+      local m, n = ix_pick(function(n) return math.floor(rand1 * n) end)
+      if not m then break end
+      local ida = string.sub(m, 2)
+      if n == 1 then
+        h = fresh(ida)
+        if h then chosen = ida end
+      else
+        local ia = math.floor(rand1 * n)
+        local mb = kth(ix, string.sub(m, 1, 1), function(k)
+          local b = math.floor(rand2 * (k - 1))
+          if b >= ia then b = b + 1 end
+          return b
+        end, ix_member, string.sub(m, 1, 1) == '0' and 0 or nil)
+        local idb = string.sub(mb, 2)
+        local ha, hb = fresh(ida), fresh(idb)
+        if ha and hb then
+          chosen, h = ida, ha
+          if inflight_of(p, idb) / hb.w < inflight_of(p, ida) / ha.w then chosen, h = idb, hb end
+        end
+      end
+    else
+      local m = ix_pick(function(n)
+        if strategy == 'random' then return math.floor(rand1 * n) end
+        return ticket % n
+      end)
+      if not m then break end
+      local id = string.sub(m, 2)
+      h = fresh(id)
+      if h then chosen = id end
+    end
+  end
+
+  if not chosen then
+    if redis.call('EXISTS', p .. 'model:' .. model) == 0 then return {0} end
+    -- all_full when an alive, not excluded instance of the model is only full; else none alive.
+    for _, id in ipairs(redis.call('SMEMBERS', p .. 'fl:' .. model)) do
+      if not excluded[id] and fresh(id) then return {-2} end
+    end
+    return {-1}
+  end
+  local count = redis.call('HINCRBY', p .. 'inflight', chosen, 1)
+  local new = prefix_at(h, count)
+  if h.max and count >= h.max then new = 'F' end
+  place(p, chosen, h, prefix_at(h, count - 1), new)
+  redis.call('HINCRBY', p .. 'contrib:' .. proxy, chosen, 1)
+  redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
+  if akey ~= '' and amode == 'soft' then redis.call('SET', p .. 'aff:' .. akey, chosen, 'PX', attl) end
+  return {1, chosen, h.url, count, aff}
+end
+`;
+
+/**
  * Select-and-acquire in one step, O(log N) in the instances of the model (O(k log N) with k excluded).
  * ARGV: prefix, model, strategy, proxy, rand1, rand2, affinity key ('' = none), affinity mode ('hard' | 'soft'),
  * affinity ttl ms, excluded ids...
@@ -322,155 +473,53 @@ return 1
  * bound to the instance taken, for ttl ms. The pick is libs/routing pick() over the alive instances; the store
  * contract suite holds both to the same picks.
  */
-export const ACQUIRE = `${NOW}${JUDGED_AT}${HOT}${LOCATE}
-local p, model, strategy, proxy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
-local now = now_ms()
-local at = judged_at(p, now)
+export const ACQUIRE = `${NOW}${JUDGED_AT}${HOT}${LOCATE}${ACQUIRE_FN}
 local excluded, nex = {}, 0
 for i = 10, #ARGV do
   if not excluded[ARGV[i]] then nex = nex + 1 end
   excluded[ARGV[i]] = true
 end
+return acquire(ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9], excluded, nex)
+`;
 
-local function after(s)
-  local i = #s
-  while string.byte(s, i) == 255 do i = i - 1 end
-  return string.sub(s, 1, i - 1) .. string.char(string.byte(s, i) + 1)
-end
--- The member of key at index k_of(n) (0-based) of the run of members starting with run, skipping
--- excluded ids (whose members are member_of(id)), where n is how many the run holds besides them;
--- nil when none. r0, the run's first rank, is counted when not known.
--- Returns the member, n and the run's whole size. Ranks and lex counts: O(log N) each.
-local function kth(key, run, k_of, member_of, r0)
-  local total = redis.call('ZLEXCOUNT', key, '[' .. run, '(' .. after(run))
-  if not r0 then r0 = redis.call('ZLEXCOUNT', key, '-', '(' .. run) end
-  local skips = {}
-  if nex > 0 then
-    for id, _ in pairs(excluded) do
-      local mem = member_of(id)
-      if mem and string.sub(mem, 1, #run) == run then
-        local r = redis.call('ZRANK', key, mem)
-        if r then skips[#skips + 1] = r end
-      end
-    end
-    table.sort(skips)
+/** release(): the release of RELEASE and BATCH; bkey ('' or nil: none) is bound to the instance for bttl ms. */
+const RELEASE_FN = `
+local function release(p, proxy, id, channel, bkey, bttl)
+  if bkey and bkey ~= '' then redis.call('SET', p .. 'aff:' .. bkey, id, 'PX', bttl) end
+  local key = p .. 'contrib:' .. proxy
+  if redis.call('HINCRBY', key, id, -1) < 0 then
+    redis.call('HDEL', key, id)
+    return -1
   end
-  local n = total - #skips
-  if n <= 0 then return nil, 0, total end
-  local target = r0 + k_of(n)
-  for _, r in ipairs(skips) do if r <= target then target = target + 1 end end
-  return redis.call('ZRANGE', key, target, target)[1], n, total
-end
-local function ld_member(id)
   local h = hot_of(p, id)
-  if h then return prefix_at(h, inflight_of(p, id)) .. id end
-  return nil
-end
-local function ix_member(id)
-  local h = hot_of(p, id)
-  if h then return h.sat .. id end
-  return nil
-end
--- Lazily drops an instance whose ttl lapsed (the sweep reports it); its fields when it may be picked.
-local function fresh(id)
-  local h = hot_of(p, id)
-  if h and h.exp >= at then return h end
-  unplace(p, id)
-  return nil
-end
--- The saturation guard: the unsaturated run ('0', first in the set) when it has anyone left, else the saturated one ('1').
-local function ix_pick(k_of)
-  local m, n, total = kth(ix, '0', k_of, ix_member, 0)
-  if not m then m, n = kth(ix, '1', k_of, ix_member, total) end
-  return m, n
-end
-
-local ticket = redis.call('HINCRBY', p .. 'rr', model, 1) - 1
-local chosen, h
-local aff, akey, amode = '', ARGV[7], ARGV[8]
-if akey ~= '' then
-  local want = redis.call('GET', p .. 'aff:' .. akey)
-  if want then
-    aff = 'gone'
-    local wh = not excluded[want] and redis.call('HEXISTS', p .. 'down', want) == 0 and fresh(want)
-    local serves = false
-    if wh then for _, m in ipairs(wh.models) do if m == model then serves = true end end end
-    if serves then
-      if not (wh.max and inflight_of(p, want) >= wh.max) then
-        chosen, h, aff = want, wh, 'hit'
-      elseif amode == 'hard' then
-        return {-2}
+  if not h then return -1 end
+  local count = redis.call('HINCRBY', p .. 'inflight', id, -1)
+  if count < 0 then
+    -- The count was already 0: nothing to move; keep it at 0.
+    redis.call('HSET', p .. 'inflight', id, 0)
+    return 0
+  end
+  -- Open: its load part moves. Full: back into the open sets. Out (not alive): stays out.
+  -- Where it was is learnt from removing it from the first model's set, then the others follow.
+  local new = prefix_at(h, count)
+  if h.max and count >= h.max then new = 'F' end
+  local m1 = h.models[1]
+  if m1 and not (h.max and count + 1 >= h.max) then
+    local old = prefix_at(h, count + 1)
+    if redis.call('ZREM', p .. 'ld:' .. m1, old .. id) == 1 then
+      redis.call('ZADD', p .. 'ld:' .. m1, 0, new .. id)
+      for i = 2, #h.models do
+        redis.call('ZREM', p .. 'ld:' .. h.models[i], old .. id)
+        redis.call('ZADD', p .. 'ld:' .. h.models[i], 0, new .. id)
       end
     end
+  elseif m1 and redis.call('SISMEMBER', p .. 'fl:' .. m1, id) == 1 then
+    place(p, id, h, 'F', new)
   end
+  -- An instance just dropped below its max_inflight: proxies with queued requests hear it.
+  if h.max and count == h.max - 1 then redis.call('PUBLISH', channel, id) end
+  return count
 end
-while not chosen do
-  if strategy == 'least_load' then
-    local first
-    for _, m in ipairs(redis.call('ZRANGE', ld, 0, nex)) do
-      if not excluded[string.sub(m, 26)] then
-        first = m
-        break
-      end
-    end
-    if not first then break end
-    -- With nothing excluded the lowest member opens the run at rank 0.
-    local r0
-    if nex == 0 then r0 = 0 end
-    local m = kth(ld, string.sub(first, 1, 25), function(n) return ticket % n end, ld_member, r0)
-    local id = string.sub(m, 26)
-    h = fresh(id)
-    if h then chosen = id end
-  elseif strategy == 'power_of_two' then
-    local m, n = ix_pick(function(n) return math.floor(tonumber(ARGV[5]) * n) end)
-    if not m then break end
-    local ida = string.sub(m, 2)
-    if n == 1 then
-      h = fresh(ida)
-      if h then chosen = ida end
-    else
-      local ia = math.floor(tonumber(ARGV[5]) * n)
-      local mb = kth(ix, string.sub(m, 1, 1), function(k)
-        local b = math.floor(tonumber(ARGV[6]) * (k - 1))
-        if b >= ia then b = b + 1 end
-        return b
-      end, ix_member, string.sub(m, 1, 1) == '0' and 0 or nil)
-      local idb = string.sub(mb, 2)
-      local ha, hb = fresh(ida), fresh(idb)
-      if ha and hb then
-        chosen, h = ida, ha
-        if inflight_of(p, idb) / hb.w < inflight_of(p, ida) / ha.w then chosen, h = idb, hb end
-      end
-    end
-  else
-    local m = ix_pick(function(n)
-      if strategy == 'random' then return math.floor(tonumber(ARGV[5]) * n) end
-      return ticket % n
-    end)
-    if not m then break end
-    local id = string.sub(m, 2)
-    h = fresh(id)
-    if h then chosen = id end
-  end
-end
-
-if not chosen then
-  if redis.call('EXISTS', p .. 'model:' .. model) == 0 then return {0} end
-  -- all_full when an alive, not excluded instance of the model is only full; else none alive.
-  for _, id in ipairs(redis.call('SMEMBERS', p .. 'fl:' .. model)) do
-    if not excluded[id] and fresh(id) then return {-2} end
-  end
-  return {-1}
-end
-local count = redis.call('HINCRBY', p .. 'inflight', chosen, 1)
-local new = prefix_at(h, count)
-if h.max and count >= h.max then new = 'F' end
-place(p, chosen, h, prefix_at(h, count - 1), new)
-redis.call('HINCRBY', p .. 'contrib:' .. proxy, chosen, 1)
-redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
-if akey ~= '' and amode == 'soft' then redis.call('SET', p .. 'aff:' .. akey, chosen, 'PX', ARGV[9]) end
-return {1, chosen, h.url, count, aff}
 `;
 
 /**
@@ -479,42 +528,39 @@ return {1, chosen, h.url, count, aff}
  * contribution that reaches 0 stays as 0 (one write less per release); the reads leave zeros out and
  * reconcile rewrites the hash. An affinity key (a response id the instance answered with) is bound to it.
  */
-export const RELEASE = `${HOT}
-local p, proxy, id = ARGV[1], ARGV[2], ARGV[3]
-if ARGV[5] and ARGV[5] ~= '' then redis.call('SET', p .. 'aff:' .. ARGV[5], id, 'PX', ARGV[6]) end
-local key = p .. 'contrib:' .. proxy
-if redis.call('HINCRBY', key, id, -1) < 0 then
-  redis.call('HDEL', key, id)
-  return -1
-end
-local h = hot_of(p, id)
-if not h then return -1 end
-local count = redis.call('HINCRBY', p .. 'inflight', id, -1)
-if count < 0 then
-  -- The count was already 0: nothing to move; keep it at 0.
-  redis.call('HSET', p .. 'inflight', id, 0)
-  return 0
-end
--- Open: its load part moves. Full: back into the open sets. Out (not alive): stays out.
--- Where it was is learnt from removing it from the first model's set, then the others follow.
-local new = prefix_at(h, count)
-if h.max and count >= h.max then new = 'F' end
-local m1 = h.models[1]
-if m1 and not (h.max and count + 1 >= h.max) then
-  local old = prefix_at(h, count + 1)
-  if redis.call('ZREM', p .. 'ld:' .. m1, old .. id) == 1 then
-    redis.call('ZADD', p .. 'ld:' .. m1, 0, new .. id)
-    for i = 2, #h.models do
-      redis.call('ZREM', p .. 'ld:' .. h.models[i], old .. id)
-      redis.call('ZADD', p .. 'ld:' .. h.models[i], 0, new .. id)
+export const RELEASE = `${HOT}${RELEASE_FN}
+return release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
+`;
+
+/**
+ * A proxy's releases and acquires of one event-loop turn, in order, in one call: one script run
+ * and one reply where each would have been a command of its own (profiled: the command objects
+ * and their garbage were most of the proxy's cost per request over Node's floor).
+ * ARGV: prefix, proxy, capacity channel, then ops, each one of
+ *   'R', id, affinity key ('' = none), its ttl ms
+ *   'A', model, strategy, rand1, rand2, affinity key, affinity mode, affinity ttl ms, n excluded, excluded ids (n)...
+ * Returns one answer per op, as RELEASE and ACQUIRE return them.
+ */
+export const BATCH = `${NOW}${JUDGED_AT}${HOT}${LOCATE}${ACQUIRE_FN}${RELEASE_FN}
+local p, proxy, channel = ARGV[1], ARGV[2], ARGV[3]
+local out = {}
+local i = 4
+while i <= #ARGV do
+  if ARGV[i] == 'R' then
+    out[#out + 1] = release(p, proxy, ARGV[i + 1], channel, ARGV[i + 2], ARGV[i + 3])
+    i = i + 4
+  else
+    local n = tonumber(ARGV[i + 8])
+    local excluded, nex = {}, 0
+    for j = i + 9, i + 8 + n do
+      if not excluded[ARGV[j]] then nex = nex + 1 end
+      excluded[ARGV[j]] = true
     end
+    out[#out + 1] = acquire(p, ARGV[i + 1], ARGV[i + 2], proxy, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], excluded, nex)
+    i = i + 9 + n
   end
-elseif m1 and redis.call('SISMEMBER', p .. 'fl:' .. m1, id) == 1 then
-  place(p, id, h, 'F', new)
 end
--- An instance just dropped below its max_inflight: proxies with queued requests hear it.
-if h.max and count == h.max - 1 then redis.call('PUBLISH', ARGV[4], id) end
-return count
+return out
 `;
 
 /** Takes a proxy's contributions out of the counts (and moves the instances in the index). */
