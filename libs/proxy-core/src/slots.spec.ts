@@ -62,6 +62,32 @@ describe('Slots ledger', () => {
     expect(await inflight('a')).toBe(0);
   });
 
+  it('sends the acquires and releases of one turn as one batch, in order; a reconcile waits for the acquires to be answered', async () => {
+    const slots = await ledger();
+    const held = await Promise.all([acquired(slots), acquired(slots)]);
+    const calls: string[] = [];
+    const spy = (name: 'batch' | 'acquire' | 'release' | 'reconcile') => {
+      const real = (store[name] as (...a: unknown[]) => Promise<unknown>).bind(store);
+      (store as unknown as Record<string, unknown>)[name] = (...args: unknown[]) => {
+        calls.push(name === 'batch' ? `batch ${(args[1] as { kind: string }[]).map((o) => o.kind).join(',')}` : name);
+        return real(...args);
+      };
+    };
+    for (const name of ['batch', 'acquire', 'release', 'reconcile'] as const) spy(name);
+    // One turn: two releases, two acquires, a reconcile asked for, one more acquire.
+    for (const s of held) s.release();
+    const got = [slots.acquire('m'), slots.acquire('m')];
+    const rec = slots.reconcile();
+    got.push(slots.acquire('m'));
+    const answers = await Promise.all(got);
+    await rec;
+    expect(answers.map((a) => a.kind)).toEqual(['acquired', 'acquired', 'acquired']);
+    expect(calls).toEqual(['batch release,release,acquire,acquire,acquire', 'reconcile']);
+    expect(await releases(slots, 2)).toBe(true);
+    const sum = ((await inflight('a')) ?? 0) + ((await inflight('b')) ?? 0);
+    expect(sum).toBe(3);
+  });
+
   it('signals freed capacity once the store has the release', async () => {
     const slots = await ledger();
     const s = await acquired(slots);
