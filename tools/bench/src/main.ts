@@ -10,7 +10,7 @@ import { BalanceResult, BalanceSettings, runBalance, StrategyKey } from './balan
 import { FloorResult, FloorSettings, floorMarkdown, floorTargets, runFloor, spliceFloorSection } from './floor';
 import { OverheadResult, OverheadSettings, runOverhead } from './overhead';
 import { ProcessGroup, ROOT, which } from './procs';
-import { evaluateTargets, MachineFacts, markdown, ttftSvg } from './report';
+import { evaluateTargets, keepMarkedSections, MachineFacts, markdown, ttftSvg } from './report';
 import { runScale, ScaleResult, ScaleSettings } from './scale';
 import { FleetRunSettings, runFleet } from './scale-fleet';
 import { SCALE_SVG, scaleMarkdown, scaleSvg, scaleTargets, spliceScale } from './scale-report';
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
   // A scale-only or floor-only run rewrites its own section of the report and keeps the rest.
   const existing = () => (existsSync(opts.out) ? readFileSync(opts.out, 'utf8') : '# Benchmarks\n');
   if (opts.only === 'floor' && floorSection) writeFileSync(opts.out, spliceFloorSection(existing(), floorSection));
-  else if (opts.only !== 'scale') writeFileSync(opts.out, markdown(facts, overhead, balance, svgName) + (floorSection ? `\n${floorSection}\n` : '\n'));
+  else if (opts.only !== 'scale') writeFileSync(opts.out, keepMarkedSections(markdown(facts, overhead, balance, svgName) + (floorSection ? `\n${floorSection}\n` : '\n'), existing()));
   if (opts.only !== 'scale') writeFileSync(path.join(resultsDir, opts.only === 'floor' ? `floor-${mode}.json` : `${mode}.json`), JSON.stringify({ facts, overhead, balance, floor }, null, 1) + '\n');
   if (scale) {
     const header = `Measured by \`${facts.command}\` (${mode} run) on ${facts.date} at commit \`${facts.commit}\`; load average at the start ${facts.loadAvgAtStart}; raw numbers: \`tools/bench/results/scale-${mode}.json\`.`;

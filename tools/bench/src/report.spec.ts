@@ -1,6 +1,6 @@
 import type { BalanceResult, LoadResult, StrategyKey } from './balance';
 import type { OverheadResult, ScenarioResult } from './overhead';
-import { evaluateTargets, ttftSvg } from './report';
+import { evaluateTargets, keepMarkedSections, ttftSvg } from './report';
 
 const load = (l: number, ttftP99Ms: number): LoadResult => ({
   load: l,
@@ -63,5 +63,20 @@ describe('the p99 TTFT plot', () => {
     const bars = svg.match(/<rect class="bar" x="[\d.]+" y="[\d.]+" width="[\d.]+" height="[\d.]+" fill="#/g) ?? [];
     expect(bars).toHaveLength(8);
     for (const v of ['640', '390', '294', '282', '50']) expect(svg).toContain(`>${v}</text>`);
+  });
+});
+
+describe('keepMarkedSections', () => {
+  it('carries over the marked sections a full run did not write, and replaces those it did', () => {
+    const old = '# B\n\nold body\n\n<!-- memory:begin -->\n## Memory\nby hand\n<!-- memory:end -->\n\n<!-- floor:start -->\nold floor\n<!-- floor:end -->\n\n<!-- scale:begin -->\nscale\n<!-- scale:end -->\n';
+    const fresh = '# B\n\nnew body\n\n<!-- floor:start -->\nnew floor\n<!-- floor:end -->\n';
+    const out = keepMarkedSections(fresh, old);
+    expect(out).toContain('new body');
+    expect(out).not.toContain('old body');
+    expect(out).toContain('new floor');
+    expect(out).not.toContain('old floor');
+    expect(out.indexOf('## Memory')).toBeLessThan(out.indexOf('scale\n'));
+    expect(out).toContain('<!-- memory:begin -->\n## Memory\nby hand\n<!-- memory:end -->');
+    expect(keepMarkedSections(fresh, '# nothing marked')).toBe(fresh);
   });
 });

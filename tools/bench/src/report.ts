@@ -287,3 +287,15 @@ export function markdown(facts: MachineFacts, o: OverheadResult | undefined, b: 
   }
   return out.join('\n');
 }
+
+/**
+ * A full run writes the report anew; sections between `<!-- name:begin -->` (or `:start`) and
+ * `<!-- name:end -->` markers that it did not write itself (the scale run, hand-written
+ * measurements) are carried over from the old report, in their old order, at the end.
+ */
+export function keepMarkedSections(fresh: string, old: string): string {
+  const marker = /<!-- ([a-z0-9-]+):(?:begin|start) -->[\s\S]*?<!-- \1:end -->/g;
+  const have = new Set([...fresh.matchAll(marker)].map((m) => m[1]));
+  const kept = [...old.matchAll(marker)].filter((m) => !have.has(m[1])).map((m) => m[0]);
+  return kept.length === 0 ? fresh : `${fresh.trimEnd()}\n\n${kept.join('\n\n')}\n`;
+}
