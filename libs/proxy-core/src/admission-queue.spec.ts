@@ -1,12 +1,13 @@
 import { AdmissionQueue } from './admission-queue';
+import { ExchangeSignal } from './exchange';
 import { ProxyMetrics } from './proxy-metrics';
 
 describe('AdmissionQueue depth', () => {
   it('counts models named like JavaScript object keys as ordinary names, and /metrics renders them', async () => {
     // Every instance stays full: waiters only leave by abort.
     const queue = new AdmissionQueue({ max: 10, timeoutMs: 60_000, slots: { acquire: async () => ({ kind: 'all_full' }) } });
-    const abort = new AbortController();
-    const waits = ['constructor', 'constructor', 'toString', '__proto__'].map((model) => queue.wait(model, abort.signal));
+    const abort = new ExchangeSignal();
+    const waits = ['constructor', 'constructor', 'toString', '__proto__'].map((model) => queue.wait(model, abort));
     expect({ ...queue.depth }).toEqual({ constructor: 2, toString: 1, ['__proto__']: 1 });
     const metrics = new ProxyMetrics({
       inflightHttp: () => 0,
@@ -20,7 +21,7 @@ describe('AdmissionQueue depth', () => {
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/^switchyard_proxy_queue_depth\{model="constructor"\} 2$/m);
     expect(text).toMatch(/^switchyard_proxy_queue_depth\{model="__proto__"\} 1$/m);
-    abort.abort();
+    abort.abort(new Error('the client left'));
     expect((await Promise.all(waits)).map((o) => o.kind)).toEqual(['gone', 'gone', 'gone', 'gone']);
     expect({ ...queue.depth }).toEqual({});
   });
@@ -43,7 +44,7 @@ describe('AdmissionQueue with affinity', () => {
         },
       },
     });
-    const signal = new AbortController().signal;
+    const signal = new ExchangeSignal();
     const sticky = queue.wait('m', signal, { key: 'r:1', mode: 'hard', ttlMs: 1000 });
     const plain = queue.wait('m', signal);
     await new Promise((r) => setTimeout(r, 20));

@@ -1,4 +1,5 @@
 import type { Affinity } from '@switchyard/load-store';
+import type { ExchangeSignal } from './exchange';
 import type { SlotResult, Slots } from './slots';
 
 export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: 'queue_full' } | { kind: 'queue_timeout' } | { kind: 'gone' };
@@ -47,7 +48,7 @@ export class AdmissionQueue {
   }
 
   /** Waits for a slot (on its bound instance, for a hard affinity); `signal` aborts when the client leaves. */
-  wait(model: string, signal: AbortSignal, affinity?: Affinity): Promise<QueueOutcome> {
+  wait(model: string, signal: ExchangeSignal, affinity?: Affinity): Promise<QueueOutcome> {
     if (this.size >= this.options.max) return Promise.resolve({ kind: 'queue_full' });
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined = undefined;
@@ -56,14 +57,14 @@ export class AdmissionQueue {
         affinity,
         settle: (outcome) => {
           clearTimeout(timer);
-          signal.removeEventListener('abort', onAbort);
+          signal.off('abort', onAbort);
           this.remove(waiter);
           resolve(outcome);
         },
       };
       const onAbort = () => waiter.settle({ kind: 'gone' });
       timer = setTimeout(() => waiter.settle({ kind: 'queue_timeout' }), this.options.timeoutMs);
-      signal.addEventListener('abort', onAbort, { once: true });
+      signal.once('abort', onAbort);
       const list = this.queues.get(model);
       if (list) list.push(waiter);
       else this.queues.set(model, [waiter]);

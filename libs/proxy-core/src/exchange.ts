@@ -1,5 +1,23 @@
+import { EventEmitter } from 'node:events';
 import type http from 'node:http';
 import type { Socket } from 'node:net';
+
+/**
+ * An exchange's abort signal: an EventEmitter with `aborted` and `reason`, which undici takes
+ * as a request's signal. Cheaper than an AbortController per exchange (profiled: the
+ * EventTarget machinery of one, made and torn down per request, was ~2% of the proxy's time).
+ */
+export class ExchangeSignal extends EventEmitter {
+  aborted = false;
+  reason: Error | undefined = undefined;
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.emit('abort');
+  }
+}
 
 /** A request's claim on one instance: taken from the Slots ledger, given back by `release()`, which is idempotent. */
 export interface Slot {
@@ -38,7 +56,7 @@ export class Exchange {
   attempts = 0;
   private done = false;
   private slot?: Slot;
-  private controller?: AbortController;
+  private controller?: ExchangeSignal;
 
   constructor(
     readonly req: http.IncomingMessage,
@@ -61,12 +79,12 @@ export class Exchange {
   }
 
   /** Aborts when the client leaves; made only for exchanges that need one, already aborted if asked for after that. */
-  get signal(): AbortSignal {
+  get signal(): ExchangeSignal {
     if (!this.controller) {
-      this.controller = new AbortController();
+      this.controller = new ExchangeSignal();
       if (this.done && !this.complete) this.controller.abort(new Error('the client left'));
     }
-    return this.controller.signal;
+    return this.controller;
   }
 
   /**
@@ -80,7 +98,7 @@ export class Exchange {
     if (this.res.socket) return true;
     return new Promise((resolve) => {
       this.res.once('socket', () => resolve(!this.done));
-      this.signal.addEventListener('abort', () => resolve(false), { once: true });
+      this.signal.once('abort', () => resolve(false));
     });
   }
 
