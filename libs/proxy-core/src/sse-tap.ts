@@ -15,6 +15,8 @@ export interface TapTarget {
   firstTokenAt: number | null;
 }
 
+const USAGE_KEY = Buffer.from('"usage"');
+
 const count = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 /** A `usage` object as OpenAI-compatible servers send it; embeddings have no completion tokens (a measured zero). */
@@ -59,7 +61,7 @@ export function usageOfEvent(data: string): { usage: Usage; usageOnly: boolean }
  * A `"usage"` inside a string cannot match: quotes in JSON strings are escaped.
  */
 export function usageOfBody(body: Buffer): Usage | null {
-  const at = body.lastIndexOf('"usage"');
+  const at = body.lastIndexOf(USAGE_KEY);
   if (at < 0) return null;
   let i = at + 7;
   while (i < body.length && (body[i] === 32 || body[i] === 58 || body[i] === 10 || body[i] === 13 || body[i] === 9)) i++;
