@@ -1,4 +1,4 @@
-import { ConfigFile, parseSettings } from '@switchyard/config';
+import { ConfigFile, logTimeSchema, parseSettings } from '@switchyard/config';
 import { z } from 'zod';
 
 export const ADMIN_ROLES = ['read', 'admin'] as const;
@@ -58,6 +58,7 @@ const schema = z
     /** How often expired proxy leases are reaped; fractions allowed so tests and small fleets can sweep faster. */
     LEASE_SWEEP_S: z.coerce.number().min(0.1).max(3600).default(1),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    LOG_TIME: logTimeSchema,
     /** How often every instance's /health (and /metrics) is probed; fractions allowed. */
     PROBE_INTERVAL_S: z.coerce.number().min(0.2).max(3600).default(5),
     /** A probe that has not answered by then has failed; also bounds each /metrics scrape. */

@@ -15,6 +15,7 @@ const variables = [
   { name: 'PROBE_TIMEOUT_S', meaning: 'a probe or /metrics read that has not answered by then has failed' },
   { name: 'KV_CACHE_GUARD', meaning: 'an engine whose KV cache is at least this full (0..1) is chosen only when every candidate is; 1 turns it off' },
   { name: 'LOG_LEVEL', meaning: 'fatal, error, warn, info, debug, trace or silent (JSON logs)' },
+  { name: 'LOG_TIME', meaning: 'log timestamps: epoch (ms since 1970) or iso (ISO 8601, UTC)' },
   { name: 'INSTANCES', meaning: "url,url: instances registered at start (models from their /v1/models) and probed; also the config file's instances: list" },
   { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
 ];

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import pino from 'pino';
-import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
+import { configFileFrom, configOrExit, declaredInstances, logTimestamp } from '@switchyard/config';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { sharedStore } from '@switchyard/load-store';
 import { PinoNestLogger } from '@switchyard/nest-common';
@@ -17,7 +17,7 @@ async function main() {
   });
 
   // JSON from the first line: Nest's bootstrap messages go through pino too.
-  Logger.overrideLogger(new PinoNestLogger(pino({ level: config.LOG_LEVEL, base: { app: 'control-plane' } })));
+  Logger.overrideLogger(new PinoNestLogger(pino({ level: config.LOG_LEVEL, base: { app: 'control-plane' }, timestamp: logTimestamp(config.LOG_TIME) })));
   const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 2000, connectionName: 'switchyard-control-plane' });
   const app = await createControlPlane(config, store, true, declared);
   await app.listen(config.PORT, config.HOST);

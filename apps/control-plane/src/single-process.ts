@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import pino from 'pino';
-import { configFileFrom, configOrExit, declaredInstances } from '@switchyard/config';
+import { configFileFrom, configOrExit, declaredInstances, logTimestamp } from '@switchyard/config';
 import { LoadStore, MemoryLoadStore, sharedStore } from '@switchyard/load-store';
-import { createProxyApp, loadProxyConfig } from '@switchyard/proxy-core';
+import { createProxyApp, loadProxyConfig, startTracing } from '@switchyard/proxy-core';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { PinoNestLogger } from '@switchyard/nest-common';
 import { loadSimConfig, RegistrationAgent, SimServer } from '@switchyard/sim';
@@ -27,7 +27,7 @@ async function main() {
   const proxyConfig = configOrExit(() => loadProxyConfig(env, file));
   const declared = configOrExit(() => declaredInstances(env, file));
 
-  Logger.overrideLogger(new PinoNestLogger(pino({ level: cpConfig.LOG_LEVEL, base: { app: 'switchyard' } })));
+  Logger.overrideLogger(new PinoNestLogger(pino({ level: cpConfig.LOG_LEVEL, base: { app: 'switchyard' }, timestamp: logTimestamp(cpConfig.LOG_TIME) })));
   const log = new Logger('switchyard');
   const store: LoadStore = redisUrl
     ? sharedStore({ url: cpConfig.REDIS_URL, cluster: cpConfig.REDIS_CLUSTER, connectionName: 'switchyard-single' })
@@ -56,13 +56,16 @@ async function main() {
     log.log(`no instances configured: started 2 simulated instances (model sim-llama) on ports ${simBasePort} and ${simBasePort + 1}`);
   }
 
-  const proxy = await createProxyApp(proxyConfig, store, { eventsUrl: redisUrl });
+  // Traces of the proxy's requests when OTEL_EXPORTER_OTLP_ENDPOINT is set; the SDK is not loaded otherwise.
+  const tracing = await startTracing(env, 'switchyard');
+  const proxy = await createProxyApp(proxyConfig, store, { eventsUrl: redisUrl, tracing });
   await proxy.listen(proxyConfig.PORT, proxyConfig.HOST);
   log.log(`gateway ready: proxy http://${proxyConfig.HOST}:${proxyConfig.PORT}/v1, control plane ${cpUrl}`);
 
   onStopSignals({
     stop: async () => {
       await proxy.close();
+      await tracing?.shutdown();
       agents.forEach((a) => a.stop());
       await Promise.all(sims.map((s) => s.close()));
       await cp.close();

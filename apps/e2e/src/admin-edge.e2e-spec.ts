@@ -284,7 +284,7 @@ describe('names that are JavaScript object keys are ordinary names', () => {
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
     for (const id of names) expect(text).toContain(`switchyard_instance_inflight{instance_id="${id}"}`);
-    expect(text).toMatch(/^switchyard_queued_total 3$/m);
+    expect(text).toMatch(/^switchyard_queued_requests 3$/m);
     await proxy.close();
     for (const id of names) expect((await json('DELETE', path1(id))).status).toBe(200);
     expect(await ids()).not.toEqual(expect.arrayContaining([names[0]]));

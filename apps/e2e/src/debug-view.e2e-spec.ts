@@ -97,6 +97,7 @@ describe('debug view, status and metrics of the control plane process', () => {
     expect(byId(view, 'i1')).toMatchObject({
       url: 'http://127.0.0.1:1/i1',
       models: ['m-a', 'm-b'],
+      alive: true,
       is_alive: true,
       weight: 1,
       max_inflight: null,
@@ -133,17 +134,18 @@ describe('debug view, status and metrics of the control plane process', () => {
     expect(metric(text, 'switchyard_instance_gpu_util{instance_id="i1"}')).toBe(0);
     expect(metric(text, 'switchyard_instance_gpu_util{instance_id="i2"}')).toBeUndefined();
     expect(metric(text, 'switchyard_proxies{state="alive"}')).toBe(2);
-    expect(metric(text, 'switchyard_queued_total')).toBe(7);
+    expect(metric(text, 'switchyard_queued_requests')).toBe(7);
     expect(metric(text, 'switchyard_leases_reaped_total')).toBe(0);
-    expect(metric(text, 'switchyard_http_requests_total{route="/debug/status",method="GET",status="401"}')).toBeGreaterThanOrEqual(2);
+    expect(metric(text, 'switchyard_control_plane_http_requests_total{route="/debug/status",method="GET",status="401"}')).toBeGreaterThanOrEqual(2);
     expect(text).toContain('switchyard_control_plane_process_resident_memory_bytes');
   });
 
-  it('lists an expired instance only with include_dead', async () => {
+  it('lists an expired instance only with include_expired (include_dead, its deprecated name, still works)', async () => {
     await call('/v1/instances', { method: 'POST', body: { instance_id: 'silent', url: 'http://127.0.0.1:1/silent', models: ['m-a'] } });
     const gone = await until(loads, (v) => !v.instances.some((i) => i.instance_id === 'silent'), 5000);
     expect(gone.instances.map((i) => i.instance_id)).toEqual(['i1', 'i2']);
-    expect(byId(await loads('?include_dead=true'), 'silent')).toMatchObject({ is_alive: false, inflight: 0, queued_by_proxy: { pA: 2 } });
+    expect(byId(await loads('?include_expired=true'), 'silent')).toMatchObject({ alive: false, is_alive: false, inflight: 0, queued_by_proxy: { pA: 2 } });
+    expect(byId(await loads('?include_dead=true'), 'silent')).toMatchObject({ alive: false });
     expect((await call<DebugStatusResponse>('/debug/status')).body.instances).toEqual({ alive: 2, expired: 1 });
   });
 

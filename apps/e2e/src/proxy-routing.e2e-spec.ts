@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI, { APIError } from 'openai';
 import { freePort, RedisServer, waitFor } from '@switchyard/testing';
 import { answerJson, chatCompletion, FakeUpstream, sseChunk } from './fake-upstream';
@@ -15,9 +17,29 @@ let cpUrl = '';
 let proxyUrl = '';
 let client: OpenAI;
 
+/** An OTLP/HTTP receiver (JSON): keeps every span POSTed to /v1/traces. */
+type OtlpAttr = { key: string; value: { stringValue?: string; intValue?: string | number; boolValue?: boolean } };
+type OtlpSpan = { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes: OtlpAttr[] };
+const spans: OtlpSpan[] = [];
+const otlp = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    if (req.method === 'POST' && req.url === '/v1/traces') {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+      for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) spans.push(...ss.spans);
+    }
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+});
+const attr = (span: OtlpSpan, key: string) => {
+  const v = span.attributes.find((a) => a.key === key)?.value;
+  return v?.stringValue ?? (v?.intValue !== undefined ? Number(v.intValue) : v?.boolValue);
+};
 
-type Inst = { instance_id: string; is_alive: boolean; load: { inflight: number } };
-const instances = async (): Promise<Inst[]> => ((await (await fetch(`${cpUrl}/v1/instances?include_dead=true`)).json()) as { instances: Inst[] }).instances;
+
+type Inst = { instance_id: string; alive: boolean; load: { inflight: number } };
+const instances = async (): Promise<Inst[]> => ((await (await fetch(`${cpUrl}/v1/instances?include_expired=true`)).json()) as { instances: Inst[] }).instances;
 const inflightOf = async (ids: string[]) => (await instances()).filter((i) => ids.includes(i.instance_id)).reduce((s, i) => s + i.load.inflight, 0);
 
 async function register(id: string, url: string, models: string[], keepAlive = true): Promise<void> {
@@ -53,11 +75,23 @@ async function metric(name: string): Promise<number> {
 
 beforeAll(async () => {
   await redis.start();
+  await new Promise<void>((resolve) => otlp.listen(0, '127.0.0.1', resolve));
+  const otlpUrl = `http://127.0.0.1:${(otlp.address() as AddressInfo).port}`;
   const cpPort = await freePort();
   procs.push(await new AppProcess('apps/control-plane/src/main.ts', { REDIS_URL: redis.url, INSTANCE_TTL_S: String(TTL_S) }).start(cpPort));
   cpUrl = `http://127.0.0.1:${cpPort}`;
   const port = await freePort();
-  procs.push(await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'routing', FAILURE_COOLDOWN_S: '60', REGISTRY_RESYNC_S: '0.5' }).start(port));
+  procs.push(await new AppProcess('apps/proxy/src/main.ts', {
+        REDIS_URL: redis.url,
+        PROXY_NAME: 'routing',
+        FAILURE_COOLDOWN_S: '60',
+        REGISTRY_RESYNC_S: '0.5',
+        LOG_TIME: 'iso',
+        USAGE_FROM_STREAMS: 'true',
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlpUrl,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+      }).start(port));
   proxyUrl = `http://127.0.0.1:${port}`;
   client = new OpenAI({ baseURL: `${proxyUrl}/v1`, apiKey: 'unused', maxRetries: 0 });
   beatTimer = setInterval(() => {
@@ -69,6 +103,8 @@ afterAll(async () => {
   clearInterval(beatTimer);
   for (const p of procs.reverse()) await p.stop();
   await Promise.all(upstreams.map((u) => u.close()));
+  otlp.closeAllConnections();
+  await new Promise((resolve) => otlp.close(resolve));
   await redis.stop();
 });
 
@@ -159,7 +195,7 @@ describe('proxy routing, failover and liveness', () => {
     expect(await waitFor(async () => JSON.stringify(await (await fetch(`${proxyUrl}/v1/models`)).json()).includes('m-only-b'))).toBe(true);
 
     beating.delete('ttl-b');
-    expect(await waitFor(async () => (await instances()).find((i) => i.instance_id === 'ttl-b')?.is_alive === false)).toBe(true);
+    expect(await waitFor(async () => (await instances()).find((i) => i.instance_id === 'ttl-b')?.alive === false)).toBe(true);
     const hitsB = b.hits;
     for (let i = 0; i < 6; i++) expect((await post('m-ttl')).headers.get('x-switchyard-instance')).toBe('ttl-a');
     expect(b.hits).toBe(hitsB);
@@ -185,6 +221,82 @@ describe('proxy routing, failover and liveness', () => {
     expect(silent.hits).toBe(1);
   });
 
+  describe('tokens, time to first token and traces', () => {
+    /** What the usage upstream saw of each request: the body's stream_options and the traceparent header. */
+    const seen: { includeUsage: unknown; traceparent: string | undefined }[] = [];
+    const USAGE = { prompt_tokens: 17, completion_tokens: 4, total_tokens: 21 };
+    const chunk = (data: object) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm-usage', ...data })}\n\n`;
+    const stream = async (headers: Record<string, string> = {}, askUsage = true) => {
+      const s = await client.chat.completions.create({ model: 'm-usage', messages: [], stream: true, ...(askUsage ? { stream_options: { include_usage: true } } : {}) }, { headers });
+      const got: { content: string; usage: unknown } = { content: '', usage: null };
+      for await (const c of s) {
+        got.content += c.choices[0]?.delta?.content ?? '';
+        if (c.usage) got.usage = c.usage;
+      }
+      return got;
+    };
+    const counters = async () => ({
+      prompt: await metric('switchyard_proxy_prompt_tokens_total{model="m-usage",instance_id="usage-a"}'),
+      completion: await metric('switchyard_proxy_completion_tokens_total{model="m-usage",instance_id="usage-a"}'),
+      ttft: await metric('switchyard_proxy_time_to_first_token_seconds_count{model="m-usage"}'),
+      ok: await metric('switchyard_proxy_model_requests_total{model="m-usage",instance_id="usage-a",status_class="2xx"}'),
+    });
+
+    beforeAll(async () => {
+      const u = await upstream((req, res, body) => {
+        const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage;
+        seen.push({ includeUsage, traceparent: req.headers.traceparent as string | undefined });
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        // Tokens in separate writes, the usage chunk (empty choices) only when asked, as OpenAI and vLLM do.
+        res.write(chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] }));
+        setTimeout(() => {
+          res.write(chunk({ choices: [{ index: 0, delta: { content: 'lo' }, finish_reason: 'stop' }] }));
+          res.end(`${includeUsage === true ? chunk({ choices: [], usage: USAGE }) : ''}data: [DONE]\n\n`);
+        }, 20);
+      });
+      await register('usage-a', u.url, ['m-usage']);
+    });
+
+    it('a streamed request with usage moves the token counters by exactly its usage and the TTFT count by one, under its model', async () => {
+      const before = await counters();
+      const got = await stream();
+      expect(got).toEqual({ content: 'Hello', usage: USAGE });
+      expect(await counters()).toEqual({ prompt: before.prompt + 17, completion: before.completion + 4, ttft: before.ttft + 1, ok: before.ok + 1 });
+    });
+
+    it('USAGE_FROM_STREAMS: a client that did not ask gets no usage chunk, the upstream was asked, and the counters still move', async () => {
+      const before = await counters();
+      seen.length = 0;
+      const got = await stream({}, false);
+      expect(got).toEqual({ content: 'Hello', usage: null });
+      expect(seen.map((s) => s.includeUsage)).toEqual([true]);
+      expect(await counters()).toEqual({ prompt: before.prompt + 17, completion: before.completion + 4, ttft: before.ttft + 1, ok: before.ok + 1 });
+    });
+
+    it("a span per request, child of the client's traceparent, naming the instance; the upstream gets a traceparent of the same trace", async () => {
+      const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+      const clientSpan = '00f067aa0ba902b7';
+      seen.length = 0;
+      await stream({ traceparent: `00-${traceId}-${clientSpan}-01` });
+      expect(await waitFor(async () => spans.some((s) => s.traceId === traceId), 10_000)).toBe(true);
+      const mine = spans.filter((s) => s.traceId === traceId);
+      expect(mine).toHaveLength(1);
+      const [span] = mine;
+      expect(span.parentSpanId).toBe(clientSpan);
+      expect(span.kind).toBe(2); // SERVER
+      expect({ instance: attr(span, 'switchyard.instance_id'), model: attr(span, 'gen_ai.request.model'), status: attr(span, 'http.response.status_code'), attempts: attr(span, 'switchyard.attempts'), input: attr(span, 'gen_ai.usage.input_tokens'), output: attr(span, 'gen_ai.usage.output_tokens') }).toEqual({
+        instance: 'usage-a',
+        model: 'm-usage',
+        status: 200,
+        attempts: 1,
+        input: 17,
+        output: 4,
+      });
+      // The upstream's parent is the proxy's span, in the client's trace.
+      expect(seen.map((s) => s.traceparent)).toEqual([`00-${traceId}-${span.spanId}-01`]);
+    });
+  });
+
   it('reports readiness, metrics and OpenAI-shaped 404s from the Nest shell', async () => {
     const ready = await fetch(`${proxyUrl}/readyz`);
     expect(ready.status).toBe(200);
@@ -195,14 +307,18 @@ describe('proxy routing, failover and liveness', () => {
     await fetch(`${proxyUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'log-check-1' }, body: JSON.stringify({ model: 'm-failover', messages: [{ role: 'user', content: 'secret-prompt' }] }) }).then((r) => r.text());
     await waitFor(async () => procs[1].output.includes('log-check-1'));
     const line = procs[1].output.split('\n').find((l) => l.includes('log-check-1'))!;
-    expect(JSON.parse(line)).toMatchObject({ msg: 'request', request_id: 'log-check-1', model: 'm-failover', instance_id: 'fo-ok', status: 200, route: '/v1/chat/completions' });
-    expect(JSON.parse(line).duration_ms).toEqual(expect.any(Number));
+    // Tokens from the body's usage (1 and 1), no queue, the client's address; LOG_TIME=iso. Attempts: 2 when the flaky 503 instance was tried first.
+    expect(JSON.parse(line)).toMatchObject({ msg: 'request', request_id: 'log-check-1', model: 'm-failover', instance_id: 'fo-ok', status: 200, route: '/v1/chat/completions', prompt_tokens: 1, completion_tokens: 1, queue_wait_ms: 0, client_address: '127.0.0.1' });
+    expect([1, 2]).toContain(JSON.parse(line).attempts);
+    expect(JSON.parse(line)).toMatchObject({ duration_ms: expect.any(Number), ttft_ms: expect.any(Number), time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) });
     expect(procs[1].output).not.toContain('secret-prompt');
     const missing = await fetch(`${proxyUrl}/v1/nothing-here`);
     expect(missing.status).toBe(404);
     expect(((await missing.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
+    expect(await metric('switchyard_proxy_http_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
+    expect(await metric('switchyard_proxy_http_requests_total{route="/healthz",method="GET",status="200"}')).toBeGreaterThanOrEqual(1);
+    expect(await metric('switchyard_proxy_http_requests_total{route="/v1/chat/completions",method="POST",status="502"}')).toBe(1);
+    // The deprecated name, kept one release, counts the same.
     expect(await metric('switchyard_proxy_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
-    expect(await metric('switchyard_proxy_requests_total{route="/healthz",method="GET",status="200"}')).toBeGreaterThanOrEqual(1);
-    expect(await metric('switchyard_proxy_requests_total{route="/v1/chat/completions",method="POST",status="502"}')).toBe(1);
   });
 });

@@ -1,11 +1,11 @@
 import cluster from 'node:cluster';
 import { Logger } from '@nestjs/common';
 import pino from 'pino';
-import { configFileFrom, configOrExit } from '@switchyard/config';
+import { configFileFrom, configOrExit, logTimestamp } from '@switchyard/config';
 import { onStopSignals, serverArgsOrExit } from '@switchyard/entry-point';
 import { sharedStore } from '@switchyard/load-store';
 import { PinoNestLogger } from '@switchyard/nest-common';
-import { createProxyApp, loadProxyConfig, ProxyConfig, proxyConfigWarnings } from '@switchyard/proxy-core';
+import { createProxyApp, loadProxyConfig, ProxyConfig, proxyConfigWarnings, startTracing } from '@switchyard/proxy-core';
 import { proxyHelp } from './help';
 
 /** One proxy: its own id, lease, counts and store connection. With WORKERS=N, each worker runs one. */
@@ -14,12 +14,14 @@ async function serve(config: ProxyConfig, log: pino.Logger, worker?: number) {
   // Short timeouts and no offline queue: on the request path a Redis blink means local routing, not waiting.
   // Auto-pipelining: the acquires and releases of concurrent requests share writes (profiled: a socket write per script call was the largest cost after the HTTP writes).
   const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 200, offlineQueue: false, autoPipelining: true, connectionName: `switchyard-proxy-${name}` });
-  const proxy = await createProxyApp({ ...config, PROXY_NAME: name }, store, { eventsUrl: config.REDIS_URL, worker });
+  // Traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (the standard OTEL_* variables); the SDK is not loaded otherwise.
+  const tracing = await startTracing(process.env);
+  const proxy = await createProxyApp({ ...config, PROXY_NAME: name }, store, { eventsUrl: config.REDIS_URL, worker, tracing });
   await proxy.listen(config.PORT, config.HOST);
   proxy.runtime.logger.info(`proxy ${proxy.runtime.proxyId} listening on http://${config.HOST}:${config.PORT} (strategy ${config.ROUTING_STRATEGY})`);
   // SIGTERM drains; a second SIGTERM, or SIGINT, skips the settle window.
   onStopSignals({
-    stop: () => proxy.drain().then(() => store.close()),
+    stop: () => proxy.drain().then(() => Promise.all([store.close(), tracing?.shutdown()])).then(() => undefined),
     onSignal: (signal, repeated) => {
       if (repeated || signal === 'SIGINT') proxy.skipSettle();
     },
@@ -55,7 +57,7 @@ function main() {
   const args = serverArgsOrExit(process.argv.slice(2), proxyHelp);
   // The one place the proxy's configuration is read: the environment over the config file.
   const config = configOrExit(() => loadProxyConfig(process.env, configFileFrom(args.config)));
-  const log = pino({ level: config.LOG_LEVEL, base: { app: 'proxy' } });
+  const log = pino({ level: config.LOG_LEVEL, base: { app: 'proxy' }, timestamp: logTimestamp(config.LOG_TIME) });
   Logger.overrideLogger(new PinoNestLogger(log));
   if (cluster.isPrimary) for (const w of proxyConfigWarnings(config)) log.warn(w);
   if (config.WORKERS > 1 && cluster.isPrimary) return supervise(config, log);

@@ -30,8 +30,8 @@ export class ControlPlaneClient {
     return this.json('GET', '/debug/status');
   }
 
-  instanceLoads(includeDead: boolean): Promise<InstanceLoadsResponse> {
-    return this.json('GET', includeDead ? '/debug/instance_loads?include_dead=true' : '/debug/instance_loads');
+  instanceLoads(includeExpired: boolean): Promise<InstanceLoadsResponse> {
+    return this.json('GET', includeExpired ? '/debug/instance_loads?include_expired=true' : '/debug/instance_loads');
   }
 
   register(body: Record<string, unknown>): Promise<RegistrationResponse> {

@@ -9,6 +9,7 @@ function instance(over: Partial<InstanceLoadView>): InstanceLoadView {
     instance_id: 'i',
     url: 'http://127.0.0.1:1',
     models: ['m'],
+    alive: true,
     is_alive: true,
     weight: 1,
     max_inflight: null,
@@ -41,7 +42,7 @@ describe('formatInstances', () => {
 
   it('adds limits and per-proxy counts with verbose', () => {
     const text = formatInstances(
-      view([instance({ instance_id: 'a', models: ['x', 'y'], is_alive: false, max_inflight: 4, inflight: 3, inflight_by_proxy: { p2: 1, p1: 2 }, queued_by_proxy: { p1: 2 }, qps_1m: 1.234, gpu_util: 55.5, last_seen_at: '2030-01-01T00:00:00.000Z', engine: { engine: 'vllm', running: 3, waiting: 0, kv_cache_usage: 0.423, scraped_at: NOW, scrape_error: null } })]),
+      view([instance({ instance_id: 'a', models: ['x', 'y'], alive: false, is_alive: false, max_inflight: 4, inflight: 3, inflight_by_proxy: { p2: 1, p1: 2 }, queued_by_proxy: { p1: 2 }, qps_1m: 1.234, gpu_util: 55.5, last_seen_at: '2030-01-01T00:00:00.000Z', engine: { engine: 'vllm', running: 3, waiting: 0, kv_cache_usage: 0.423, scraped_at: NOW, scrape_error: null } })]),
       true,
     );
     expect(rows(text)).toEqual([
@@ -62,7 +63,7 @@ describe('formatInstances', () => {
 
 describe('formatSummary', () => {
   it('totals what the rows show', () => {
-    expect(formatSummary(view([instance({ inflight: 2 }), instance({ inflight: 3, is_alive: false })]))).toBe('instances 1 alive, 1 expired  proxies 0 alive  in flight 5  queued 0');
+    expect(formatSummary(view([instance({ inflight: 2 }), instance({ inflight: 3, alive: false, is_alive: false })]))).toBe('instances 1 alive, 1 expired  proxies 0 alive  in flight 5  queued 0');
   });
 });
 

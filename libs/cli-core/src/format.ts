@@ -40,7 +40,7 @@ interface Column {
 const BASE_COLUMNS: Column[] = [
   { title: 'ID', cell: (i) => i.instance_id },
   { title: 'MODELS', cell: (i) => i.models.join(',') },
-  { title: 'ALIVE', cell: (i) => (i.is_alive ? 'yes' : 'expired') },
+  { title: 'ALIVE', cell: (i) => (i.alive ? 'yes' : 'expired') },
   { title: 'INFLIGHT', right: true, cell: (i) => String(i.inflight) },
 ];
 
@@ -81,7 +81,7 @@ export function formatInstances(view: InstanceLoadsResponse, verbose: boolean): 
 
 /** One summary line over a view: the counts `watch` shows above the table. */
 export function formatSummary(view: InstanceLoadsResponse): string {
-  const alive = view.instances.filter((i) => i.is_alive).length;
+  const alive = view.instances.filter((i) => i.alive).length;
   const expired = view.instances.length - alive;
   const inflight = view.instances.reduce((sum, i) => sum + i.inflight, 0);
   const proxies = view.proxies.filter((p) => p.alive).length;

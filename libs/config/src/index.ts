@@ -1,2 +1,3 @@
 export * from './config-or-exit';
 export * from './config-file';
+export * from './log-time';

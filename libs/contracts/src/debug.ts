@@ -25,6 +25,9 @@ export interface InstanceLoadView {
   instance_id: string;
   url: string;
   models: string[];
+  /** Alive: last heartbeat or successful probe within ttl_s. */
+  alive: boolean;
+  /** @deprecated the same as `alive`; kept one release. */
   is_alive: boolean;
   weight: number;
   max_inflight: number | null;
@@ -53,7 +56,7 @@ export interface ProxyView {
   lease_expires_at: string;
 }
 
-/** `GET /debug/instance_loads[?include_dead=true]`. */
+/** `GET /debug/instance_loads[?include_expired=true]` (`include_dead`: deprecated, accepted one release). */
 export interface InstanceLoadsResponse {
   generated_at: string;
   metric_source: typeof METRIC_SOURCE;

@@ -176,6 +176,9 @@ export interface InstanceView {
   weight: number;
   max_inflight: number | null;
   meta: Record<string, unknown>;
+  /** Alive: last heartbeat or successful probe within ttl_s (the one word for liveness, as proxies say it). */
+  alive: boolean;
+  /** @deprecated the same as `alive`; kept one release. */
   is_alive: boolean;
   registered_at: string;
   last_seen_at: string;
@@ -229,6 +232,7 @@ export function toInstanceView(state: InstanceState): InstanceView {
     weight: state.weight,
     max_inflight: state.max_inflight,
     meta: state.meta,
+    alive: state.is_alive,
     is_alive: state.is_alive,
     registered_at: new Date(state.registered_at).toISOString(),
     last_seen_at: new Date(state.last_seen_at).toISOString(),

@@ -131,7 +131,7 @@ describe('Forwarder: one slot per exchange, released exactly once on every path'
     expect(await waitFor(() => accessLog().length === 1, 1000, 5)).toBe(true);
     expect(accessLog()[0]).toMatchObject({ status: 499, complete: false, model: 'm' });
     const metrics = await (await fetch(`${base}/metrics`)).text();
-    expect(metrics).toMatch(/switchyard_proxy_requests_total\{route="\/v1\/chat\/completions",method="POST",status="499"\} 1/);
+    expect(metrics).toMatch(/switchyard_proxy_http_requests_total\{route="\/v1\/chat\/completions",method="POST",status="499"\} 1/);
   });
 
   it('client gone after the headers, mid-stream: upstream aborted, slot released', async () => {

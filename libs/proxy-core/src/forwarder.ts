@@ -8,6 +8,7 @@ import type { QueueOutcome } from './admission-queue';
 import { affinityOf, bindStreamed, bindWhole, RESPONSES_ROUTE } from './affinity';
 import type { Exchange, Slot } from './exchange';
 import type { ProxyRuntime } from './proxy-runtime';
+import { askForUsage, SseTap, UsageStripper, usageOfBody } from './sse-tap';
 
 /** OpenAI routes forwarded to instances. */
 export const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', RESPONSES_ROUTE]);
@@ -126,12 +127,31 @@ export class Forwarder {
   /** One access log line per forwarded exchange, at its end. */
   log(ex: Exchange, route: string): void {
     if (!this.rt.logger.isLevelEnabled('info')) return;
-    this.rt.logger.info({ request_id: ex.res.getHeader('x-request-id') ?? null, route, model: ex.model, instance_id: ex.instanceId, status: ex.status, complete: ex.complete, duration_ms: Math.round(performance.now() - ex.startedAt) }, 'request');
+    this.rt.logger.info(
+      {
+        request_id: ex.res.getHeader('x-request-id') ?? null,
+        route,
+        model: ex.model,
+        instance_id: ex.instanceId,
+        status: ex.status,
+        complete: ex.complete,
+        duration_ms: Math.round(performance.now() - ex.startedAt),
+        ttft_ms: ex.firstTokenAt === null ? null : Math.round(ex.firstTokenAt - ex.startedAt),
+        queue_wait_ms: Math.round(ex.queueWaitMs),
+        attempts: ex.attempts,
+        prompt_tokens: ex.usage?.prompt_tokens ?? null,
+        completion_tokens: ex.usage?.completion_tokens ?? null,
+        client_address: ex.req.socket.remoteAddress ?? null,
+      },
+      'request',
+    );
   }
 
   async handle(ex: Exchange, route: string): Promise<void> {
     const { req, res } = ex;
     const { config } = this.rt;
+    ex.route = route;
+    this.rt.tracing?.begin(ex);
     const requestId = (req.headers['x-request-id'] as string | undefined) || `${this.rt.proxyId}-${(++this.seq).toString(36)}`;
     res.setHeader('x-request-id', requestId);
 
@@ -140,9 +160,9 @@ export class Forwarder {
     if (body === 'aborted') return;
     if (body === 'too_large') return sendError(res, 413, errorBody(`body: larger than MAX_BODY_BYTES (${config.MAX_BODY_BYTES} bytes)`, 'invalid_request_error', 'body_too_large'), { connection: 'close' });
     if (body === 'timeout') return sendError(res, 408, errorBody(`body: not received within REQUEST_BODY_TIMEOUT_S (${config.REQUEST_BODY_TIMEOUT_S} s)`, 'invalid_request_error', 'body_timeout'), { connection: 'close' });
-    let parsed: { model?: unknown; previous_response_id?: unknown } | null;
+    let parsed: Record<string, unknown> | null;
     try {
-      parsed = JSON.parse(body.toString('utf8')) as typeof parsed;
+      parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown> | null;
     } catch {
       return sendError(res, 400, errorBody('body: not valid JSON', 'invalid_request_error', 'invalid_json'));
     }
@@ -152,6 +172,9 @@ export class Forwarder {
     const affinity = affinityOf(route, parsed, req.headers, this.affinityTtlMs, config.SESSION_AFFINITY);
     const headers = endToEnd(req.headers, false) as Record<string, string>;
     headers['x-request-id'] = requestId;
+    this.rt.tracing?.inject(ex, headers);
+    // USAGE_FROM_STREAMS: streams that did not ask for usage are sent asking, and stripped of it on the way back.
+    const usagePlan = config.USAGE_FROM_STREAMS && parsed ? askForUsage(route, parsed, body) : undefined;
     // A pipelined request waits for the responses before it, holding nothing meanwhile.
     if (!(await ex.turn())) return;
 
@@ -166,12 +189,13 @@ export class Forwarder {
         return this.noInstance(res, model, admitted.kind);
       }
       ex.hold(admitted.slot);
+      ex.attempts = attempt + 1;
       if (ex.ended) return;
       if (admitted.slot.affinity === 'gone' && tried.length === 0) {
         this.rt.logger.info({ request_id: requestId, model, affinity: affinity?.key, instance_id: admitted.slot.instanceId }, 'affinity: the bound instance cannot serve now; routed by strategy');
       }
       this.rt.metrics.countSelection(config.ROUTING_STRATEGY, admitted.slot.instanceId);
-      const failure = await this.attempt(ex, route, admitted.slot, headers, body, attempt === config.MAX_RETRIES);
+      const failure = await this.attempt(ex, route, admitted.slot, headers, usagePlan?.body ?? body, attempt === config.MAX_RETRIES, usagePlan?.strip ?? false);
       if (!failure) return;
       last = failure;
       tried.push(admitted.slot.instanceId);
@@ -182,14 +206,23 @@ export class Forwarder {
   /** The first attempt queues when every instance is full (or others wait already: first come, first served); retries never queue. */
   private async admit(ex: Exchange, model: string, tried: string[], affinity: Affinity | undefined): Promise<QueueOutcome | { kind: 'all_full' }> {
     const { queue, slots } = this.rt;
-    if (tried.length === 0 && queue.waiting(model)) return queue.wait(model, ex.signal, affinity);
+    if (tried.length === 0 && queue.waiting(model)) return this.queued(ex, model, affinity);
     const picked = await slots.acquire(model, tried, affinity);
-    if (picked.kind === 'all_full' && tried.length === 0) return queue.wait(model, ex.signal, affinity);
+    if (picked.kind === 'all_full' && tried.length === 0) return this.queued(ex, model, affinity);
     return picked;
   }
 
+  private async queued(ex: Exchange, model: string, affinity: Affinity | undefined): Promise<QueueOutcome> {
+    const since = performance.now();
+    try {
+      return await this.rt.queue.wait(model, ex.signal, affinity);
+    } finally {
+      ex.queueWaitMs += performance.now() - since;
+    }
+  }
+
   /** One try on one instance; a Failure means "try another", undefined means the client has its answer (or is gone). */
-  private async attempt(ex: Exchange, route: string, slot: Slot, headers: Record<string, string>, body: Buffer, lastTry: boolean): Promise<Failure | undefined> {
+  private async attempt(ex: Exchange, route: string, slot: Slot, headers: Record<string, string>, body: Buffer, lastTry: boolean, stripUsage: boolean): Promise<Failure | undefined> {
     const { res } = ex;
     const { metrics } = this.rt;
     const started = performance.now();
@@ -236,6 +269,12 @@ export class Forwarder {
       }
       if (route === RESPONSES_ROUTE && upstream.statusCode === 200) bindWhole(slot, whole);
       onEnd();
+      const ok = upstream.statusCode < 300;
+      // Usage from the body's `usage` object, found from the end without parsing the whole body.
+      if (ok) {
+        ex.usage = usageOfBody(whole);
+        ex.firstTokenAt = performance.now();
+      }
       res.writeHead(upstream.statusCode, out);
       res.end(whole);
       return undefined;
@@ -244,9 +283,12 @@ export class Forwarder {
     if (route === RESPONSES_ROUTE && sse && upstream.statusCode === 200) bindStreamed(slot, answer);
     answer.once('data', () => metrics.observeTtfb(route, (performance.now() - started) / 1000));
     answer.once('end', onEnd);
+    // Tokens, TTFT and inter-token gaps read beside the pipeline, from the chunks as they pass.
+    if (sse && upstream.statusCode < 300) SseTap.attach(answer, ex, metrics.series(ex.model, this.rt.registry.hasModel(ex.model ?? '')).itl);
     try {
       // `end: false`: an upstream failure must not destroy the response before an SSE stream gets its error event.
-      await pipeline(answer, res, { end: false });
+      if (sse && stripUsage) await pipeline(answer, new UsageStripper(), res, { end: false });
+      else await pipeline(answer, res, { end: false });
       res.end();
     } catch (err) {
       // After the first byte there is no retry: a stream ends with an error event, not a silent cut. A client gone has ended the exchange.

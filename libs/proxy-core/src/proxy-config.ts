@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { ConfigFile, parseSettings } from '@switchyard/config';
+import { ConfigFile, logTimeSchema, parseSettings } from '@switchyard/config';
 import { parseStrategy, STRATEGY_NAMES, Strategy } from '@switchyard/routing';
 import { z } from 'zod';
 
@@ -34,6 +34,9 @@ const schema = z.object({
   // Stickiness: a response id (and, with SESSION_AFFINITY, an x-session-id) stays bound to its instance this long.
   AFFINITY_TTL_S: z.coerce.number().min(0).max(30 * 86_400).default(3600),
   SESSION_AFFINITY: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  LOG_TIME: logTimeSchema,
+  /** Streamed chat/completions requests that did not ask for usage are sent asking (stream_options.include_usage), and the usage chunk is stripped from their answer. */
+  USAGE_FROM_STREAMS: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
   QUEUE_MAX: z.coerce.number().int().min(0).max(1_000_000).default(1024),
   QUEUE_TIMEOUT_S: z.coerce.number().positive().max(3600).default(30),
   // Seconds, not milliseconds: over an hour is almost surely a unit typo.

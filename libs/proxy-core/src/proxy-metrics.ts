@@ -1,6 +1,68 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { BoundCounter, BoundHistogram, CounterFamily, HistogramFamily } from './bound-metrics';
+import { CLIENT_GONE, type Exchange } from './exchange';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** Time to first token: from tens of ms (a warm, idle engine) to minutes (a long prompt behind a queue). */
+const TTFT_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 7.5, 10, 20, 30, 60, 120];
+/** Inter-token latency: a few ms to a few hundred per token. */
+const ITL_BUCKETS = [0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2.5];
+/** The `model` label of a model the registry does not know: clients cannot make new series by naming models. */
+export const OTHER_MODEL = 'other';
+/** The `instance_id` label of an exchange that never held an instance. */
+export const NO_INSTANCE = 'none';
+
+export type StatusClass = '2xx' | '3xx' | '4xx' | '5xx' | 'client_gone';
+
+export function statusClass(status: number): StatusClass {
+  if (status === CLIENT_GONE) return 'client_gone';
+  if (status >= 500) return '5xx';
+  if (status >= 400) return '4xx';
+  if (status >= 300) return '3xx';
+  return '2xx';
+}
+
+/** One instance's series under one model label, bound once. */
+export interface InstanceSeries {
+  readonly prompt: BoundCounter;
+  readonly completion: BoundCounter;
+  requests(cls: StatusClass): BoundCounter;
+}
+
+/** One model label's series, bound once; an exchange looks it up once and keeps it (the SSE tap observes per event through it). */
+export class ModelSeries {
+  readonly duration: BoundHistogram;
+  readonly ttft: BoundHistogram;
+  readonly itl: BoundHistogram;
+  readonly queueWait: BoundHistogram;
+  private readonly byInstance = new Map<string, InstanceSeries>();
+
+  constructor(readonly model: string, private readonly m: ProxyMetrics) {
+    this.duration = m.requestDuration.child(model);
+    this.ttft = m.timeToFirstToken.child(model);
+    this.itl = m.interTokenLatency.child(model);
+    this.queueWait = m.queueWait.child(model);
+  }
+
+  instance(instanceId: string): InstanceSeries {
+    let s = this.byInstance.get(instanceId);
+    if (!s) {
+      const { m, model } = this;
+      const byClass = new Map<StatusClass, BoundCounter>();
+      s = {
+        prompt: m.promptTokens.child(model, instanceId),
+        completion: m.completionTokens.child(model, instanceId),
+        requests(cls) {
+          let c = byClass.get(cls);
+          if (!c) byClass.set(cls, (c = m.modelRequests.child(model, instanceId, cls)));
+          return c;
+        },
+      };
+      this.byInstance.set(instanceId, s);
+    }
+    return s;
+  }
+}
 
 /** Live state read at scrape time. */
 export interface MetricsSource {
@@ -16,7 +78,16 @@ export interface MetricsSource {
 /** The proxy's Prometheus metrics, in a registry of its own (single-process mode runs two apps in one process). */
 export class ProxyMetrics {
   readonly registry = new Registry();
-  readonly requests = new Counter({ name: 'switchyard_proxy_requests_total', help: 'HTTP responses on every route, by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  readonly httpRequests = new Counter({ name: 'switchyard_proxy_http_requests_total', help: 'HTTP responses on every route, by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  /** Deprecated: the same counts as switchyard_proxy_http_requests_total, kept one release. */
+  readonly requests = new Counter({ name: 'switchyard_proxy_requests_total', help: 'Deprecated: use switchyard_proxy_http_requests_total (same counts); removed in the next release', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  readonly modelRequests = new CounterFamily('switchyard_proxy_model_requests_total', 'Requests on the forwarded routes by model (unknown models: other), instance (none: none chosen) and status class (client_gone: the client left first)', ['model', 'instance_id', 'status_class'], this.registry);
+  readonly requestDuration = new HistogramFamily('switchyard_proxy_request_duration_seconds', 'Forwarded requests from arrival to the end of the response (or the client leaving), by model', ['model'], LATENCY_BUCKETS, this.registry);
+  readonly timeToFirstToken = new HistogramFamily('switchyard_proxy_time_to_first_token_seconds', 'From arrival to the first SSE data event sent to the client (whole bodies: to the body), successful answers, by model', ['model'], TTFT_BUCKETS, this.registry);
+  readonly interTokenLatency = new HistogramFamily('switchyard_proxy_inter_token_latency_seconds', 'Gaps between successive SSE data events sent to the client, by model', ['model'], ITL_BUCKETS, this.registry);
+  readonly queueWait = new HistogramFamily('switchyard_proxy_queue_wait_seconds', 'Time forwarded requests spent in the admission queue (0 when admitted at once), by model', ['model'], LATENCY_BUCKETS, this.registry);
+  readonly promptTokens = new CounterFamily('switchyard_proxy_prompt_tokens_total', 'Prompt tokens from the answers\' usage, by model and instance', ['model', 'instance_id'], this.registry);
+  readonly completionTokens = new CounterFamily('switchyard_proxy_completion_tokens_total', 'Completion tokens from the answers\' usage, by model and instance', ['model', 'instance_id'], this.registry);
   readonly upstreamDuration = new Histogram({ name: 'switchyard_proxy_upstream_duration_seconds', help: 'Time from forwarding to the end of the upstream body', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly upstreamTtfb = new Histogram({ name: 'switchyard_proxy_upstream_ttfb_seconds', help: 'Time from forwarding to the first upstream body byte (for whole bodies up to 1 MiB: to the response headers)', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
   readonly selections = new Counter({ name: 'switchyard_proxy_selections_total', help: 'Instances chosen, by strategy and instance', labelNames: ['strategy', 'instance_id'], registers: [this.registry] });
@@ -25,6 +96,31 @@ export class ProxyMetrics {
 
   /** Children bound once per label set: prom-client would otherwise hash a label object on every call on the hot path. */
   private readonly bound = new Map<string, { inc(): void } | { observe(v: number): void }>();
+  private readonly models = new Map<string, ModelSeries>();
+
+  /**
+   * The series of a model label: the model itself when `known` (in the registry), else `other`.
+   * One Map lookup per exchange; everything under it is bound already.
+   */
+  series(model: string | null, known: boolean): ModelSeries {
+    const label = model !== null && known ? model : OTHER_MODEL;
+    let s = this.models.get(label);
+    if (!s) this.models.set(label, (s = new ModelSeries(label, this)));
+    return s;
+  }
+
+  /** A forwarded exchange's end: requests, duration, TTFT (whole bodies), queue wait and tokens under its model label. */
+  observeExchange(ex: Exchange, series: ModelSeries): void {
+    const inst = series.instance(ex.instanceId ?? NO_INSTANCE);
+    inst.requests(statusClass(ex.status)).inc();
+    series.duration.observe((performance.now() - ex.startedAt) / 1000);
+    if (ex.firstTokenAt !== null) series.ttft.observe((ex.firstTokenAt - ex.startedAt) / 1000);
+    if (ex.attempts > 0 || ex.queueWaitMs > 0) series.queueWait.observe(ex.queueWaitMs / 1000);
+    if (ex.usage) {
+      inst.prompt.inc(ex.usage.prompt_tokens);
+      inst.completion.inc(ex.usage.completion_tokens);
+    }
+  }
 
   private child<T>(key: string, make: () => T): T {
     let c = this.bound.get(key) as T | undefined;
@@ -33,7 +129,11 @@ export class ProxyMetrics {
   }
 
   countRequest(route: string, method: string, status: number): void {
-    this.child(`r ${route} ${method} ${status}`, () => this.requests.labels(route, method, String(status))).inc();
+    this.child(`r ${route} ${method} ${status}`, () => {
+      const now = this.httpRequests.labels(route, method, String(status));
+      const old = this.requests.labels(route, method, String(status));
+      return { inc: () => (now.inc(), old.inc()) };
+    }).inc();
   }
 
   countSelection(strategy: string, instanceId: string): void {

@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import pino, { Logger } from 'pino';
+import { logTimestamp } from '@switchyard/config';
 import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { AdmissionQueue } from './admission-queue';
@@ -8,6 +9,7 @@ import type { ProxyConfig } from './proxy-config';
 import { ProxyMetrics } from './proxy-metrics';
 import { RegistryCache } from './registry-cache';
 import { Slots } from './slots';
+import type { ProxyTracing } from './tracing';
 
 export interface ProxyRuntimeOptions {
   /** Redis URL to hear the control plane's registry events on; none in single-process mode. */
@@ -15,6 +17,8 @@ export interface ProxyRuntimeOptions {
   logger?: Logger;
   /** Which worker of a WORKERS=N process this proxy is (node:cluster's worker id), published in /metrics. */
   worker?: number;
+  /** Traces, when OTEL_EXPORTER_OTLP_ENDPOINT turned them on (startTracing); undefined: off. */
+  tracing?: ProxyTracing;
 }
 
 /**
@@ -29,6 +33,7 @@ export class ProxyRuntime {
   readonly queue: AdmissionQueue;
   readonly metrics: ProxyMetrics;
   readonly exchanges = new Exchanges();
+  readonly tracing?: ProxyTracing;
   draining = false;
   /** Whether a control plane held its lease at the last renewal (see noteControlPlane). */
   controlPlaneReachable = true;
@@ -40,7 +45,8 @@ export class ProxyRuntime {
   constructor(readonly config: ProxyConfig, readonly store: LoadStore, private readonly options: ProxyRuntimeOptions = {}) {
     this.proxyId = makeProxyId(config.PROXY_NAME);
     this.registry = new RegistryCache(store);
-    this.logger = options.logger ?? pino({ level: config.LOG_LEVEL, base: { proxy_id: this.proxyId } });
+    this.logger = options.logger ?? pino({ level: config.LOG_LEVEL, base: { proxy_id: this.proxyId }, timestamp: logTimestamp(config.LOG_TIME) });
+    this.tracing = options.tracing;
     this.slots = new Slots({
       store,
       registry: this.registry,

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { freePort } from '@switchyard/testing';
 import { registerViaControlPlane, startControlPlane, startProxy, startRedis } from './fleet';
 import { post, until } from './http-util';
@@ -25,7 +27,12 @@ export interface FloorSettings {
   workers: boolean;
 }
 
-export type FloorTarget = 'floor' | 'switchyard' | 'switchyard-workers-2';
+/**
+ * `switchyard-sse-unparsed`: the same proxy and the same bytes, served as
+ * application/octet-stream so the proxy does not parse them (SSE parsing off);
+ * `switchyard-traced`: a second proxy with OTEL_EXPORTER_OTLP_ENDPOINT set (tracing on).
+ */
+export type FloorTarget = 'floor' | 'switchyard' | 'switchyard-workers-2' | 'switchyard-sse-unparsed' | 'switchyard-traced';
 
 export interface FloorCell extends WrkResult {
   cpuUsPerReq: number;
@@ -43,6 +50,24 @@ const PATH = '/v1/chat/completions';
 const MESSAGES = [{ role: 'user', content: 'Say hello.' }];
 const BODY_JSON = JSON.stringify({ model: 'bench-model', messages: MESSAGES });
 const BODY_SSE = JSON.stringify({ model: 'bench-paced', messages: MESSAGES, stream: true });
+const BODY_UNPARSED = JSON.stringify({ model: 'bench-paced-raw', messages: MESSAGES, stream: true });
+
+/** The OTLP/HTTP receiver of the traced proxy: reads each export and answers 200, nothing else. */
+function otlpSink(): Promise<{ url: string; exports: () => number; close: () => Promise<void> }> {
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      n += 1;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf', 'content-length': '0' }).end();
+    });
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, exports: () => n, close: () => new Promise((r) => server.close(() => r())) }),
+    ),
+  );
+}
 
 /** utime+stime of a process and every descendant still alive (a WORKERS=N proxy is a process group). */
 function cpuTicksTree(pid: number): number {
@@ -64,6 +89,8 @@ interface Target {
   name: FloorTarget;
   url: string;
   pid: number;
+  /** The request body, when not the load's own. */
+  body?: string;
 }
 
 function sum(cells: FloorCell[], chunksPerStream?: number): FloorCell {
@@ -86,26 +113,34 @@ function sum(cells: FloorCell[], chunksPerStream?: number): FloorCell {
 }
 
 export async function runFloor(group: ProcessGroup, settings: FloorSettings, log: (m: string) => void): Promise<FloorResult> {
-  const [fastPort, pacedPort, floorJsonPort, floorSsePort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const [fastPort, pacedPort, rawPort, floorJsonPort, floorSsePort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
   const fast = group.node('floor-fast-upstream', 'tools/bench/src/fast-upstream.ts', { PORTS: String(fastPort) });
   const paced = group.node('floor-paced-upstream', 'tools/bench/src/paced-upstream.ts', { PORT: String(pacedPort), CHUNKS: String(settings.chunks), CHUNK_MS: String(settings.chunkMs) });
+  const raw = group.node('floor-paced-unlabelled', 'tools/bench/src/paced-upstream.ts', { PORT: String(rawPort), CHUNKS: String(settings.chunks), CHUNK_MS: String(settings.chunkMs), CONTENT_TYPE: 'application/octet-stream' });
   const floorJson = group.node('floor-json', 'tools/bench/src/floor-proxy.ts', { PORT: String(floorJsonPort), UPSTREAM: `http://127.0.0.1:${fastPort}` });
   const floorSse = group.node('floor-sse', 'tools/bench/src/floor-proxy.ts', { PORT: String(floorSsePort), UPSTREAM: `http://127.0.0.1:${pacedPort}` });
-  await Promise.all([group.waitForPort(fast, fastPort), group.waitForPort(paced, pacedPort), group.waitForPort(floorJson, floorJsonPort), group.waitForPort(floorSse, floorSsePort)]);
+  await Promise.all([group.waitForPort(fast, fastPort), group.waitForPort(paced, pacedPort), group.waitForPort(raw, rawPort), group.waitForPort(floorJson, floorJsonPort), group.waitForPort(floorSse, floorSsePort)]);
+  const sink = await otlpSink();
 
   const redis = await startRedis(group);
   const cp = await startControlPlane(group, redis.url, 'floor-control-plane');
   await registerViaControlPlane(cp.url, [
     { instance_id: 'fast-0', url: `http://127.0.0.1:${fastPort}`, models: ['bench-model'] },
     { instance_id: 'paced-0', url: `http://127.0.0.1:${pacedPort}`, models: ['bench-paced'] },
+    { instance_id: 'paced-raw-0', url: `http://127.0.0.1:${rawPort}`, models: ['bench-paced-raw'] },
   ]);
   const proxy = await startProxy(group, 'floor-proxy-1', redis.url, 'least_load', { LOG_LEVEL: 'warn' });
   await until('the proxy to route to the fast upstream', async () => (await post(proxy.url + PATH, BODY_JSON)).status === 200);
-  const procs: Proc[] = [fast, paced, floorJson, floorSse, cp.proc, proxy.proc];
+  // Tracing on: every span exported (a queue large enough that none is dropped), once a second.
+  const traced = await startProxy(group, 'floor-proxy-traced', redis.url, 'least_load', { LOG_LEVEL: 'warn', OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_BSP_MAX_QUEUE_SIZE: '65536', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2048', OTEL_BSP_SCHEDULE_DELAY: '1000' });
+  await until('the traced proxy to route', async () => (await post(traced.url + PATH, BODY_JSON)).status === 200);
+  await until('the traced proxy to export', async () => sink.exports() > 0);
+  const procs: Proc[] = [fast, paced, raw, floorJson, floorSse, cp.proc, proxy.proc, traced.proc];
 
   const jsonTargets: Target[] = [
     { name: 'floor', url: `http://127.0.0.1:${floorJsonPort}`, pid: floorJson.pid },
     { name: 'switchyard', url: proxy.url, pid: proxy.proc.pid },
+    { name: 'switchyard-traced', url: traced.url, pid: traced.proc.pid },
   ];
   if (settings.workers) {
     const multi = await startProxy(group, 'floor-proxy-2w', redis.url, 'least_load', { LOG_LEVEL: 'warn', WORKERS: '2' });
@@ -116,6 +151,8 @@ export async function runFloor(group: ProcessGroup, settings: FloorSettings, log
   const sseTargets: Target[] = [
     { name: 'floor', url: `http://127.0.0.1:${floorSsePort}`, pid: floorSse.pid },
     { name: 'switchyard', url: proxy.url, pid: proxy.proc.pid },
+    { name: 'switchyard-sse-unparsed', url: proxy.url, pid: proxy.proc.pid, body: BODY_UNPARSED },
+    { name: 'switchyard-traced', url: traced.url, pid: traced.proc.pid },
   ];
 
   const measure = async (t: Target, body: string, connections: number, durationS: number): Promise<FloorCell> => {
@@ -140,13 +177,14 @@ export async function runFloor(group: ProcessGroup, settings: FloorSettings, log
     }
     for (const t of order(sseTargets)) {
       // Long enough for several generations of streams.
-      const c = await measure(t, BODY_SSE, settings.streams, Math.max(settings.durationS, 3 * streamS));
+      const c = await measure(t, t.body ?? BODY_SSE, settings.streams, Math.max(settings.durationS, 3 * streamS));
       sse.set(t.name, [...(sse.get(t.name) ?? []), c]);
       log(`floor sse  ${t.name.padEnd(20)} ${c.rps.toFixed(0).padStart(6)} streams/s  cpu ${((c.cpuUsPerReq / (settings.chunks + 1)) as number).toFixed(1)} µs/chunk  errors ${c.errors}`);
     }
   }
   await Promise.all(procs.map((p) => group.stop(p)));
   await redis.stop();
+  await sink.close();
   const out = (m: Map<FloorTarget, FloorCell[]>, chunks?: number) => Object.fromEntries([...m].map(([k, cells]) => [k, sum(cells, chunks)]));
   // Each stream carries its chunks plus the closing `data: [DONE]`.
   return { settings, json: out(json), sse: out(sse, settings.chunks + 1) };
@@ -174,12 +212,27 @@ export function floorTargets(r: FloorResult): FloorTargetCheck[] {
     const cpu = ss.cpuUsPerChunk / fs.cpuUsPerChunk;
     out.push({ name: 'proxy CPU per SSE chunk vs floor', goal: `≤ 1.1× (${r.settings.streams} streams × ${r.settings.chunks} chunks, ${r.settings.chunkMs} ms apart)`, measured: `${ss.cpuUsPerChunk.toFixed(1)} vs ${fs.cpuUsPerChunk.toFixed(1)} µs (${cpu.toFixed(2)}×)`, met: cpu <= 1.1 });
   }
+  const unparsed = r.sse['switchyard-sse-unparsed'];
+  if (ss?.cpuUsPerChunk && unparsed?.cpuUsPerChunk) {
+    const cpu = ss.cpuUsPerChunk / unparsed.cpuUsPerChunk;
+    out.push({ name: 'SSE parsing on vs off (per chunk)', goal: '≤ 1.1× (same proxy, same bytes unlabelled as SSE)', measured: `${ss.cpuUsPerChunk.toFixed(1)} vs ${unparsed.cpuUsPerChunk.toFixed(1)} µs (${cpu.toFixed(2)}×)`, met: cpu <= 1.1 });
+  }
+  const tj = r.json['switchyard-traced'];
+  if (tj && sj) out.push({ name: 'tracing on vs off (per request)', goal: 'CPU µs/request (JSON, 32 connections), shown', measured: `${tj.cpuUsPerReq.toFixed(0)} vs ${sj.cpuUsPerReq.toFixed(0)} µs (${(tj.cpuUsPerReq / sj.cpuUsPerReq).toFixed(2)}×)`, met: null });
+  const ts = r.sse['switchyard-traced'];
+  if (ts?.cpuUsPerChunk && ss?.cpuUsPerChunk) out.push({ name: 'tracing on vs off (per SSE chunk)', goal: 'CPU µs/chunk, shown', measured: `${ts.cpuUsPerChunk.toFixed(1)} vs ${ss.cpuUsPerChunk.toFixed(1)} µs (${(ts.cpuUsPerChunk / ss.cpuUsPerChunk).toFixed(2)}×)`, met: null });
   const w2 = r.json['switchyard-workers-2'];
   if (w2 && sj) out.push({ name: 'WORKERS=2 vs WORKERS=1', goal: 'req/s (JSON, 32 connections), shown', measured: `${w2.rps.toFixed(0)} vs ${sj.rps.toFixed(0)} req/s (${(w2.rps / sj.rps).toFixed(2)}×)`, met: null });
   return out;
 }
 
-const LABEL: Record<FloorTarget, string> = { floor: 'floor (node http + undici + pipeline)', switchyard: 'Switchyard proxy, WORKERS=1', 'switchyard-workers-2': 'Switchyard proxy, WORKERS=2' };
+const LABEL: Record<FloorTarget, string> = {
+  floor: 'floor (node http + undici + pipeline)',
+  switchyard: 'Switchyard proxy, WORKERS=1',
+  'switchyard-workers-2': 'Switchyard proxy, WORKERS=2',
+  'switchyard-sse-unparsed': 'Switchyard proxy, SSE parsing off (same bytes, not labelled SSE)',
+  'switchyard-traced': 'Switchyard proxy, tracing on (OTLP/HTTP to a local sink)',
+};
 export const FLOOR_START = '<!-- floor:start -->';
 export const FLOOR_END = '<!-- floor:end -->';
 
@@ -203,7 +256,7 @@ export function floorMarkdown(r: FloorResult, header: string): string {
   return `${FLOOR_START}
 ## 3. The proxy against Node's floor
 
-${header} The floor is \`tools/bench/src/floor-proxy.ts\`: node \`http\` in, one undici \`Agent\` out, \`stream.pipeline\` back, no routing, no counts, no metrics, no logs; it is used only here, for comparison. Both serve the same upstreams on the same machine in the same run: a fast JSON upstream (\`fast-upstream.ts\`) and an LLM-like one (\`paced-upstream.ts\`: ${s.chunks} SSE chunks ${s.chunkMs} ms apart per stream). Load: \`wrk\`, one thread; ${s.rounds} round(s) of every target in turn, ${s.durationS} s per JSON cell; figures are summed over rounds. CPU is utime+stime of the serving process (and its workers) from \`/proc\`, per request or per SSE chunk; Redis is a process of its own and is not counted. Where the time goes: [docs/proxy-profile.md](proxy-profile.md).
+${header} The floor is \`tools/bench/src/floor-proxy.ts\`: node \`http\` in, one undici \`Agent\` out, \`stream.pipeline\` back, no routing, no counts, no metrics, no logs; it is used only here, for comparison. Both serve the same upstreams on the same machine in the same run: a fast JSON upstream (\`fast-upstream.ts\`) and an LLM-like one (\`paced-upstream.ts\`: ${s.chunks} SSE chunks ${s.chunkMs} ms apart per stream). Load: \`wrk\`, one thread; ${s.rounds} round(s) of every target in turn, ${s.durationS} s per JSON cell; figures are summed over rounds. CPU is utime+stime of the serving process (and its workers) from \`/proc\`, per request or per SSE chunk; Redis is a process of its own and is not counted. Where the time goes: [docs/proxy-profile.md](proxy-profile.md). Observability rows: *SSE parsing off* is the same proxy serving the same bytes from an upstream that labels them \`application/octet-stream\`, so the proxy passes them without the SSE tap (TTFT, inter-token latency, usage); the goal compares parsing on against it. *Tracing on* is a second proxy with \`OTEL_EXPORTER_OTLP_ENDPOINT\` set, exporting every span (OTLP/HTTP protobuf, batched each second) to a sink in the benchmark process that answers 200; tracing off is the plain Switchyard row, where the SDK is not loaded at all.
 
 | target | goal | measured | met |
 |---|---|---|---|

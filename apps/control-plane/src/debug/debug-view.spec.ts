@@ -50,6 +50,7 @@ describe('instance loads view', () => {
         instance_id: 'a',
         url: 'http://127.0.0.1:1/a',
         models: ['llama', 'mistral'],
+        alive: true,
         is_alive: true,
         weight: 2,
         max_inflight: 4,
@@ -65,6 +66,7 @@ describe('instance loads view', () => {
         instance_id: 'b',
         url: 'http://127.0.0.1:1/b',
         models: ['llama'],
+        alive: true,
         is_alive: true,
         weight: 1,
         max_inflight: null,
@@ -115,7 +117,7 @@ describe('instance loads view', () => {
     expect(alive.instances.map((i) => i.instance_id)).toEqual(['b']);
     expect(alive.proxies.map((p) => p.proxy_id)).toEqual(['p1']);
     const all = toInstanceLoads(fleet, true, T0);
-    expect(all.instances.map((i) => [i.instance_id, i.is_alive])).toEqual([['a', false], ['b', true]]);
+    expect(all.instances.map((i) => [i.instance_id, i.alive])).toEqual([['a', false], ['b', true]]);
     expect(all.proxies.map((p) => [p.proxy_id, p.alive])).toEqual([['p1', true], ['p2', false]]);
     // p2's lease ran out: its queue no longer counts, its slots do until the reaper removes them.
     expect(all.instances[0].queued_by_proxy).toEqual({ p1: 2 });

@@ -57,6 +57,7 @@ export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyStat
     instance_id: s.instance_id,
     url: s.url,
     models: s.models,
+    alive: s.is_alive,
     is_alive: s.is_alive,
     weight: s.weight,
     max_inflight: s.max_inflight,
@@ -71,14 +72,14 @@ export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyStat
   };
 }
 
-/** `GET /debug/instance_loads`: without includeDead, only alive instances and proxies. */
-export function toInstanceLoads(fleet: Fleet, includeDead: boolean, now: number): InstanceLoadsResponse {
+/** `GET /debug/instance_loads`: without includeExpired, only alive instances and proxies. */
+export function toInstanceLoads(fleet: Fleet, includeExpired: boolean, now: number): InstanceLoadsResponse {
   return {
     generated_at: iso(now),
     metric_source: METRIC_SOURCE,
     null_semantics: NULL_SEMANTICS,
-    instances: fleet.instances.filter((s) => includeDead || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies)),
-    proxies: fleet.proxies.filter((p) => includeDead || p.alive).map(toProxyView),
+    instances: fleet.instances.filter((s) => includeExpired || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies)),
+    proxies: fleet.proxies.filter((p) => includeExpired || p.alive).map(toProxyView),
   };
 }
 

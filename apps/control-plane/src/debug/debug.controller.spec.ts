@@ -44,8 +44,8 @@ describe('debug and metrics routes', () => {
     expect(r.statusCode).toBe(200);
     expect(r.headers['content-type']).toMatch(/^text\/plain/);
     expect(r.body).toContain('switchyard_instance_inflight{instance_id="a"} 1');
-    expect(r.body).toMatch(/switchyard_http_requests_total\{route="\/debug\/status",method="GET",status="401"\} [1-9]/);
-    expect(r.body).toMatch(/switchyard_http_requests_total\{route="\/debug\/instance_loads",method="GET",status="200"\} 1/);
+    expect(r.body).toMatch(/switchyard_control_plane_http_requests_total\{route="\/debug\/status",method="GET",status="401"\} [1-9]/);
+    expect(r.body).toMatch(/switchyard_control_plane_http_requests_total\{route="\/debug\/instance_loads",method="GET",status="200"\} 1/);
     expect(r.body).toMatch(/switchyard_http_requests_total\{route="unmatched",method="GET",status="404"\} 1/);
   });
 });

@@ -1,6 +1,7 @@
-import { Controller, Get, Query, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseGuards } from '@nestjs/common';
 import type { DebugStatusResponse, InstanceLoadsResponse } from '@switchyard/contracts';
 import { AdminTokenGuard, NeedsRole } from '../common/admin-token.guard';
+import { IncludeExpired } from '../common/include-expired';
 import { DebugService } from './debug.service';
 
 @Controller('debug')
@@ -10,8 +11,8 @@ export class DebugController {
   constructor(private readonly debug: DebugService) {}
 
   @Get('instance_loads')
-  instanceLoads(@Query('include_dead') includeDead?: string): Promise<InstanceLoadsResponse> {
-    return this.debug.instanceLoads(includeDead === 'true' || includeDead === '1');
+  instanceLoads(@IncludeExpired() includeExpired: boolean): Promise<InstanceLoadsResponse> {
+    return this.debug.instanceLoads(includeExpired);
   }
 
   @Get('status')

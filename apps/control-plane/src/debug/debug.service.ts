@@ -13,8 +13,8 @@ export class DebugService {
     private readonly outage: StoreOutage,
   ) {}
 
-  async instanceLoads(includeDead: boolean): Promise<InstanceLoadsResponse> {
-    return toInstanceLoads(await this.read(), includeDead, Date.now());
+  async instanceLoads(includeExpired: boolean): Promise<InstanceLoadsResponse> {
+    return toInstanceLoads(await this.read(), includeExpired, Date.now());
   }
 
   async status(): Promise<DebugStatusResponse> {

@@ -1,7 +1,8 @@
-import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, Query, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, HttpException, Param, Post, UseGuards } from '@nestjs/common';
 import { errorBody, heartbeatSchema, INFLIGHT_REJECTED_MESSAGE, instanceIdLookupSchema, instanceRegistrationSchema, legacyHeartbeatSchema } from '@switchyard/contracts';
 import { z } from 'zod';
 import { AdminTokenGuard, NeedsRole } from '../common/admin-token.guard';
+import { IncludeExpired } from '../common/include-expired';
 import { InstanceIdPipe } from '../common/instance-id.pipe';
 import { parseBody } from '../common/zod-body';
 import { InstancesService } from './instances.service';
@@ -37,8 +38,8 @@ export class InstancesController {
 
   @Get('v1/instances')
   @NeedsRole('read')
-  async list(@Query('include_dead') includeDead?: string) {
-    return { instances: await this.instances.list(includeDead === 'true' || includeDead === '1') };
+  async list(@IncludeExpired() includeExpired: boolean) {
+    return { instances: await this.instances.list(includeExpired) };
   }
 
   @Get('v1/instances/:id')
@@ -76,7 +77,7 @@ export class InstancesController {
 
   @Get('v1/instance/list')
   @NeedsRole('read')
-  legacyList(@Query('include_dead') includeDead?: string) {
-    return this.list(includeDead);
+  legacyList(@IncludeExpired() includeExpired: boolean) {
+    return this.list(includeExpired);
   }
 }

@@ -85,9 +85,9 @@ export class InstancesService {
     void this.events.publish();
   }
 
-  async list(includeDead: boolean): Promise<InstanceView[]> {
+  async list(includeExpired: boolean): Promise<InstanceView[]> {
     const all = await this.outage.call(() => this.store.listInstances());
-    return all.filter((s) => includeDead || s.is_alive).map(toInstanceView);
+    return all.filter((s) => includeExpired || s.is_alive).map(toInstanceView);
   }
 
   async get(id: string): Promise<InstanceView> {

@@ -33,7 +33,7 @@ describe('ControlPlaneMetrics', () => {
     await store.acquire({ proxyId: 'p1', model: 'llama', strategy: 'least_load' });
     await store.acquire({ proxyId: 'p1', model: 'llama', strategy: 'least_load' });
     await store.acquire({ proxyId: 'p2', model: 'llama', strategy: 'least_load' });
-    await store.heartbeat('a', { qps_1m: 2.5, gpu_util: 0 });
+    await store.heartbeat('a', { qps_1m: 2.5, gpu_util: 40 });
   });
 
   afterEach(() => metrics.registry.clear());
@@ -46,11 +46,15 @@ describe('ControlPlaneMetrics', () => {
     expect(sample(text, 'switchyard_instance_inflight{instance_id="a"}')).toBe(2);
     expect(sample(text, 'switchyard_instance_inflight{instance_id="b"}')).toBe(1);
     expect(sample(text, 'switchyard_instance_qps_1m{instance_id="a"}')).toBe(2.5);
-    expect(sample(text, 'switchyard_instance_gpu_util{instance_id="a"}')).toBe(0);
+    // The ratio (0..1), and the deprecated percentage kept one release.
+    expect(sample(text, 'switchyard_instance_gpu_utilization_ratio{instance_id="a"}')).toBe(0.4);
+    expect(sample(text, 'switchyard_instance_gpu_util{instance_id="a"}')).toBe(40);
     expect(sample(text, 'switchyard_proxies{state="alive"}')).toBe(2);
     expect(sample(text, 'switchyard_proxies{state="draining"}')).toBe(1);
     expect(sample(text, 'switchyard_proxies{state="expired"}')).toBe(0);
+    expect(sample(text, 'switchyard_queued_requests')).toBe(7);
     expect(sample(text, 'switchyard_queued_total')).toBe(7);
+    expect(text).toMatch(/# HELP switchyard_queued_total Deprecated/);
     expect(text).toContain('switchyard_control_plane_process_cpu_user_seconds_total');
   });
 
@@ -58,6 +62,7 @@ describe('ControlPlaneMetrics', () => {
     const text = await metrics.registry.metrics();
     expect(sample(text, 'switchyard_instance_qps_1m{instance_id="b"}')).toBeUndefined();
     expect(sample(text, 'switchyard_instance_gpu_util{instance_id="b"}')).toBeUndefined();
+    expect(sample(text, 'switchyard_instance_gpu_utilization_ratio{instance_id="b"}')).toBeUndefined();
   });
 
   it('reads the store once per scrape', async () => {

@@ -22,7 +22,16 @@ export class ControlPlaneMetrics {
     collect: () => this.fleetForScrape().then(() => undefined),
   });
   readonly leasesReaped = new Counter({ name: 'switchyard_leases_reaped_total', help: 'Expired proxy leases whose contributions were removed', registers: [this.registry] });
-  readonly httpRequests = new Counter({ name: 'switchyard_http_requests_total', help: 'HTTP responses of the control plane by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  private readonly httpRequestsNow = new Counter({ name: 'switchyard_control_plane_http_requests_total', help: 'HTTP responses of the control plane by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  /** Deprecated name of the same counts, kept one release. */
+  private readonly httpRequestsOld = new Counter({ name: 'switchyard_http_requests_total', help: 'Deprecated: use switchyard_control_plane_http_requests_total (same counts); removed in the next release', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  /** Counts under both names while the old one lasts. */
+  readonly httpRequests = {
+    inc: (labels: { route: string; method: string; status: string }) => {
+      this.httpRequestsNow.inc(labels);
+      this.httpRequestsOld.inc(labels);
+    },
+  };
   private pending?: Promise<Fleet | null>;
 
   constructor(@Inject(LOAD_STORE) private readonly store: LoadStore) {
@@ -70,7 +79,8 @@ export class ControlPlaneMetrics {
       });
     perInstance('switchyard_instance_inflight', 'In-flight requests per instance: the sum of every proxy contribution', (s) => s.load.inflight);
     perInstance('switchyard_instance_qps_1m', 'Requests per second over the last minute, as the instance last reported', (s) => s.load.qps_1m);
-    perInstance('switchyard_instance_gpu_util', 'GPU utilisation in percent, as the instance last reported', (s) => s.load.gpu_util);
+    perInstance('switchyard_instance_gpu_utilization_ratio', 'GPU utilisation (0..1), as the instance last reported', (s) => (s.load.gpu_util === null ? null : s.load.gpu_util / 100));
+    perInstance('switchyard_instance_gpu_util', 'Deprecated: use switchyard_instance_gpu_utilization_ratio (0..1); GPU utilisation in percent; removed in the next release', (s) => s.load.gpu_util);
     perInstance('switchyard_instance_engine_running', 'Requests the engine reports decoding now, from its /metrics', (s) => s.engine.running);
     perInstance('switchyard_instance_engine_waiting', 'Requests queued inside the engine, from its /metrics', (s) => s.engine.waiting);
     perInstance('switchyard_instance_engine_kv_cache_usage_ratio', 'KV-cache usage (0..1) the engine reports on its /metrics', (s) => s.engine.kv_cache_usage);
@@ -89,8 +99,19 @@ export class ControlPlaneMetrics {
       },
     });
     new Gauge({
-      name: 'switchyard_queued_total',
+      name: 'switchyard_queued_requests',
       help: 'Requests waiting in the admission queues of alive proxies',
+      registers,
+      async collect() {
+        const st = await status();
+        if (st) this.set(st.queued_total);
+        // reset() would leave an unlabelled gauge at 0; unknown must be no sample at all.
+        else this.remove();
+      },
+    });
+    new Gauge({
+      name: 'switchyard_queued_total',
+      help: 'Deprecated: use switchyard_queued_requests (a gauge with a counter suffix); removed in the next release',
       registers,
       async collect() {
         const st = await status();

@@ -51,7 +51,11 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
       // Every response by route, method and status (499: the client left first); an access log line for forwarded ones.
       const exchange = runtime.exchanges.begin(req, res, (ex) => {
         runtime.metrics.countRequest(routeLabel(path), methodLabel(req.method), ex.status);
-        if (forwarded) forwarder.log(ex, path);
+        if (forwarded) {
+          runtime.metrics.observeExchange(ex, runtime.metrics.series(ex.model, ex.model !== null && runtime.registry.hasModel(ex.model)));
+          runtime.tracing?.end(ex, config.ROUTING_STRATEGY);
+          forwarder.log(ex, path);
+        }
       });
       if (refusing) {
         // Past the settle window: kept-alive connections get a clear answer and are closed.
