@@ -1,5 +1,5 @@
 import type { InstanceLoadsResponse, InstanceLoadView } from '@switchyard/contracts';
-import { METRIC_SOURCE, NULL_SEMANTICS } from '@switchyard/contracts';
+import { emptyInstanceStats, METRIC_SOURCE, NULL_SEMANTICS } from '@switchyard/contracts';
 import { formatAge, formatInstances, formatSummary } from './format';
 
 const NOW = '2030-01-01T00:01:00.000Z';
@@ -19,6 +19,7 @@ function instance(over: Partial<InstanceLoadView>): InstanceLoadView {
     last_seen_at: NOW,
     queued_by_proxy: {},
     engine: { engine: 'unknown', running: null, waiting: null, kv_cache_usage: null, scraped_at: null, scrape_error: null },
+    stats: emptyInstanceStats(),
     ...over,
   };
 }

@@ -2,9 +2,11 @@ import {
   DebugStatusResponse,
   EngineSignals,
   EngineView,
+  emptyInstanceStats,
   InstanceLoadsResponse,
   InstanceLoadView,
   InstanceState,
+  InstanceStats,
   METRIC_SOURCE,
   NULL_SEMANTICS,
   ProxyState,
@@ -52,7 +54,7 @@ export function toEngineView(e: EngineSignals): EngineView {
   return { ...e, scraped_at: e.scraped_at === null ? null : iso(e.scraped_at) };
 }
 
-export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyState[]): InstanceLoadView {
+export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyState[], stats: Readonly<Record<string, InstanceStats>> = {}): InstanceLoadView {
   return {
     instance_id: s.instance_id,
     url: s.url,
@@ -68,6 +70,8 @@ export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyStat
     last_seen_at: iso(s.last_seen_at),
     queued_by_proxy: queuedByProxy(s.models, proxies),
     engine: toEngineView(s.engine),
+    // Counters start at zero: no alive proxy has ended a request on it (yet, or since they left).
+    stats: Object.hasOwn(stats, s.instance_id) ? stats[s.instance_id] : emptyInstanceStats(),
   };
 }
 
@@ -77,7 +81,7 @@ export function toInstanceLoads(fleet: Fleet, includeDead: boolean, now: number)
     generated_at: iso(now),
     metric_source: METRIC_SOURCE,
     null_semantics: NULL_SEMANTICS,
-    instances: fleet.instances.filter((s) => includeDead || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies)),
+    instances: fleet.instances.filter((s) => includeDead || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies, fleet.stats)),
     proxies: fleet.proxies.filter((p) => includeDead || p.alive).map(toProxyView),
   };
 }
