@@ -2,6 +2,7 @@ export * from './admission-queue';
 export * from './exchange';
 export * from './forwarder';
 export * from './proxy-config';
+export * from './proxy-metrics';
 export * from './proxy-runtime';
 export * from './registry-cache';
 export * from './slots';
