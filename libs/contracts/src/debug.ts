@@ -62,6 +62,8 @@ export interface InstanceLoadsResponse {
   generated_at: string;
   metric_source: typeof METRIC_SOURCE;
   null_semantics: typeof NULL_SEMANTICS;
+  /** Upper bounds of the buckets of every instance's `stats.ttft_ms` (TTFT_BUCKETS_MS); its last count is above the last bound. */
+  ttft_buckets_ms: readonly number[];
   instances: InstanceLoadView[];
   proxies: ProxyView[];
 }

@@ -11,6 +11,7 @@ import {
   NULL_SEMANTICS,
   ProxyState,
   ProxyView,
+  TTFT_BUCKETS_MS,
 } from '@switchyard/contracts';
 import type { Fleet } from '../common/fleet';
 
@@ -81,6 +82,7 @@ export function toInstanceLoads(fleet: Fleet, includeDead: boolean, now: number)
     generated_at: iso(now),
     metric_source: METRIC_SOURCE,
     null_semantics: NULL_SEMANTICS,
+    ttft_buckets_ms: TTFT_BUCKETS_MS,
     instances: fleet.instances.filter((s) => includeDead || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies, fleet.stats)),
     proxies: fleet.proxies.filter((p) => includeDead || p.alive).map(toProxyView),
   };
