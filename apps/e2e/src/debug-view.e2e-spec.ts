@@ -1,6 +1,8 @@
 import type { DebugStatusResponse, InstanceLoadsResponse, InstanceLoadView, ProxyInfo } from '@switchyard/contracts';
 import { REAP_GRACE_MS, RedisLoadStore } from '@switchyard/load-store';
 import { freePort, RedisServer } from '@switchyard/testing';
+import OpenAI from 'openai';
+import { answerJson, chatCompletion, FakeUpstream } from './fake-upstream';
 import { AppProcess } from './processes';
 
 jest.setTimeout(90_000);
@@ -93,7 +95,7 @@ describe('debug view, status and metrics of the control plane process', () => {
 
     const view = await loads();
     expect(view.null_semantics).toBe('0 means measured zero; null means unknown');
-    expect(view.metric_source).toEqual({ inflight: 'proxy_lifecycle_counter', qps_1m: 'heartbeat', gpu_util: 'heartbeat', engine: 'probe_metrics_scrape' });
+    expect(view.metric_source).toEqual({ inflight: 'proxy_lifecycle_counter', qps_1m: 'heartbeat', gpu_util: 'heartbeat', engine: 'probe_metrics_scrape', stats: 'proxy_exchange_counters' });
     expect(byId(view, 'i1')).toMatchObject({
       url: 'http://127.0.0.1:1/i1',
       models: ['m-a', 'm-b'],
@@ -162,6 +164,36 @@ describe('debug view, status and metrics of the control plane process', () => {
     expect(metric(text, 'switchyard_leases_reaped_total')).toBe(1);
     expect(metric(text, 'switchyard_instance_inflight{instance_id="i1"}')).toBe(1);
     expect(cp.output).toContain('reaped expired proxy leases: pA');
+  });
+
+  it('shows per instance the request counters a real proxy writes with its lease, and drops them with the lease', async () => {
+    const upstream = await new FakeUpstream((_req, res, body) => {
+      if (JSON.stringify(body.messages).includes('fail')) return answerJson(res, 500, { error: { message: 'engine fell over', type: 'server_error', code: null } });
+      answerJson(res, 200, chatCompletion('ok'));
+    }).listen();
+    expect((await call('/v1/instances', { method: 'POST', body: { instance_id: 'real', url: upstream.url, models: ['m-real'] } })).status).toBe(200);
+    // This suite's instance ttl is short: keep it alive while the proxy starts and asks.
+    const beat = setInterval(() => void call('/v1/instances/real/heartbeat', { method: 'POST', body: {} }).catch(() => undefined), 300);
+    const port = await freePort();
+    const proxy = await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'counting' }).start(port);
+    try {
+      const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const ask = (content: string) => client.chat.completions.create({ model: 'm-real', messages: [{ role: 'user', content }] });
+      for (let i = 0; i < 3; i++) await ask('hi');
+      await expect(ask('fail')).rejects.toMatchObject({ status: 500 });
+      // Written with the next lease renewal (every second), summed over alive proxies.
+      const view = await until(loads, (v) => byId(v, 'real')?.stats.requests === 4, 5000);
+      expect(byId(view, 'real').stats).toMatchObject({ requests: 4, errors: 1, client_gone: 0 });
+      expect(byId(view, 'i1').stats.requests).toBe(0);
+      expect(view.ttft_buckets_ms.length + 1).toBe(byId(view, 'real').stats.ttft_ms.length);
+    } finally {
+      clearInterval(beat);
+      await proxy.stop();
+      await upstream.close();
+    }
+    // The proxy dropped its lease on the way out: its counters left with it.
+    expect(byId(await loads(), 'real').stats.requests).toBe(0);
+    expect((await call('/v1/instances/real', { method: 'DELETE' })).status).toBe(200);
   });
 
   it('reports not ready while Redis is down and ready again by itself once it is back on the same port', async () => {

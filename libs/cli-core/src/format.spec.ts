@@ -1,5 +1,5 @@
 import type { InstanceLoadsResponse, InstanceLoadView } from '@switchyard/contracts';
-import { METRIC_SOURCE, NULL_SEMANTICS } from '@switchyard/contracts';
+import { emptyInstanceStats, METRIC_SOURCE, NULL_SEMANTICS, TTFT_BUCKETS_MS } from '@switchyard/contracts';
 import { formatAge, formatInstances, formatSummary } from './format';
 
 const NOW = '2030-01-01T00:01:00.000Z';
@@ -20,12 +20,13 @@ function instance(over: Partial<InstanceLoadView>): InstanceLoadView {
     last_seen_at: NOW,
     queued_by_proxy: {},
     engine: { engine: 'unknown', running: null, waiting: null, kv_cache_usage: null, scraped_at: null, scrape_error: null },
+    stats: emptyInstanceStats(),
     ...over,
   };
 }
 
 function view(instances: InstanceLoadView[]): InstanceLoadsResponse {
-  return { generated_at: NOW, metric_source: METRIC_SOURCE, null_semantics: NULL_SEMANTICS, instances, proxies: [] };
+  return { generated_at: NOW, metric_source: METRIC_SOURCE, null_semantics: NULL_SEMANTICS, ttft_buckets_ms: TTFT_BUCKETS_MS, instances, proxies: [] };
 }
 
 const rows = (text: string) => text.trimEnd().split('\n').map((line) => line.trim().split(/\s{2,}/));

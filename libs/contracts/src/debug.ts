@@ -4,11 +4,13 @@ export const METRIC_SOURCE = {
   qps_1m: 'heartbeat',
   gpu_util: 'heartbeat',
   engine: 'probe_metrics_scrape',
+  stats: 'proxy_exchange_counters',
 } as const;
 
 export const NULL_SEMANTICS = '0 means measured zero; null means unknown';
 
 import type { EngineKind } from './engine';
+import type { InstanceStats } from './instance-stats';
 
 /** An instance's engine signals as the debug view shows them (scraped_at as an ISO time). */
 export interface EngineView {
@@ -41,6 +43,8 @@ export interface InstanceLoadView {
   queued_by_proxy: Record<string, number>;
   /** What the engine itself reports on /metrics (secondary to inflight: tie-breaker and saturation guard). */
   engine: EngineView;
+  /** Cumulative request counters summed over alive proxies (see InstanceStats): rates come from successive reads. */
+  stats: InstanceStats;
 }
 
 /** One proxy, from its lease. */
@@ -61,6 +65,8 @@ export interface InstanceLoadsResponse {
   generated_at: string;
   metric_source: typeof METRIC_SOURCE;
   null_semantics: typeof NULL_SEMANTICS;
+  /** Upper bounds of the buckets of every instance's `stats.ttft_ms` (TTFT_BUCKETS_MS); its last count is above the last bound. */
+  ttft_buckets_ms: readonly number[];
   instances: InstanceLoadView[];
   proxies: ProxyView[];
 }

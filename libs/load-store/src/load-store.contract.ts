@@ -1,4 +1,4 @@
-import { EngineSignals, InstanceRecord, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceStats, TTFT_BUCKETS_MS, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import type { LoadStore } from './load-store';
 
 type NewRecord = Omit<InstanceRecord, 'registered_at'>;
@@ -606,6 +606,38 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       await sleep(120);
       expect(await store.reapExpiredLeases()).toEqual(['late']);
       expect(await inflightOf('a')).toBe(0);
+    });
+
+    it('keeps request counters per proxy with its lease: summed over alive proxies, replaced by a renewal that carries them, gone with the lease', async () => {
+      extra.push(store);
+      store = await makeStore({ reapGraceMs: 100 });
+      await store.register(record('a'));
+      await store.register(record('b'));
+      const stats = (requests: number, errors = 0, gone = 0, ttftBucket?: number): InstanceStats => {
+        const ttft_ms = new Array<number>(TTFT_BUCKETS_MS.length + 1).fill(0);
+        if (ttftBucket !== undefined) ttft_ms[ttftBucket] = requests;
+        return { requests, errors, client_gone: gone, ttft_ms };
+      };
+      const statsOf = async () => (await store.fleet()).stats;
+      await store.renewLease(info('p1'), 30_000, { a: stats(10, 2, 1, 3), b: stats(4) });
+      await store.renewLease(info('p2'), 30_000, { a: stats(5, 0, 0, 3) });
+      await store.renewLease(info('short'), 200, { a: stats(100) });
+      expect(await statsOf()).toEqual({ a: { ...stats(115, 2, 1), ttft_ms: stats(15, 0, 0, 3).ttft_ms }, b: stats(4) });
+      // A renewal without stats keeps the last ones; one with stats replaces them.
+      await store.renewLease(info('p2'), 30_000);
+      await store.renewLease(info('p1'), 30_000, { a: stats(12, 2, 1) });
+      await sleep(300);
+      // 'short' expired: its counters no longer count, whether or not it is reaped yet.
+      expect(await statsOf()).toEqual({ a: { ...stats(17, 2, 1), ttft_ms: stats(5, 0, 0, 3).ttft_ms } });
+      await store.dropLease('p2');
+      await store.renewLease(info('p2'), 30_000);
+      expect(await statsOf()).toEqual({ a: stats(12, 2, 1) });
+      expect(await store.reapExpiredLeases()).toEqual([]);
+      await sleep(150);
+      expect(await store.reapExpiredLeases()).toEqual(['short']);
+      // Renewed again, the reaped proxy starts from what it writes, not from its old counters.
+      await store.renewLease(info('short'), 30_000);
+      expect(await statsOf()).toEqual({ a: stats(12, 2, 1) });
     });
 
     it('drops a lease and its contributions at once', async () => {

@@ -1,4 +1,4 @@
-import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import type { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import type { Strategy } from '@switchyard/routing';
 
 /** How long a lease must stay expired, seen by two sweeps, before it is reaped: longer than a proxy's renewal interval (1 s) plus its command timeout. */
@@ -54,6 +54,8 @@ export interface FleetState {
   now: number;
   instances: InstanceState[];
   proxies: ProxyState[];
+  /** Per instance, the request counters of every alive proxy summed (instances no alive proxy counted for are absent). */
+  stats: Record<string, InstanceStats>;
 }
 
 /** What a heartbeat or successful probe found: 'revived' when the instance was not alive just before it. */
@@ -161,9 +163,12 @@ export interface LoadStore {
   /** Replaces this proxy's contributions with its local truth, adjusting the shared sums atomically. */
   reconcile(proxyId: string, counts: Readonly<Record<string, number>>): Promise<void>;
 
-  /** Creates or extends a proxy's lease for ttlMs from now (store clock); says in the same step whether a control plane holds its lease. */
-  renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal>;
-  /** Ends a proxy's lease now, removing its contributions at once. */
+  /**
+   * Creates or extends a proxy's lease for ttlMs from now (store clock); says in the same step whether a control plane holds its lease.
+   * With `stats`, replaces the proxy's per-instance request counters in the same step (they go with its lease).
+   */
+  renewLease(info: ProxyInfo, ttlMs: number, stats?: Readonly<Record<string, InstanceStats>>): Promise<LeaseRenewal>;
+  /** Ends a proxy's lease now, removing its contributions (and request counters) at once. */
   dropLease(proxyId: string): Promise<void>;
   /**
    * Removes the contributions of every proxy whose lease had expired at an earlier sweep at least

@@ -1,4 +1,4 @@
-import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
 import {
   AcquireRequest,
@@ -40,6 +40,8 @@ interface Lease {
   /** When a sweep first found it expired; cleared by a renewal. */
   expiredSince?: number;
   contributions: Map<string, number>;
+  /** Request counters per instance, as of the last renewal that carried them. */
+  stats: Record<string, InstanceStats>;
 }
 
 export interface MemoryLoadStoreOptions {
@@ -268,10 +270,12 @@ export class MemoryLoadStore implements LoadStore {
     lease.contributions = next;
   }
 
-  async renewLease(info: ProxyInfo, ttl: number): Promise<LeaseRenewal> {
+  async renewLease(info: ProxyInfo, ttl: number, stats?: Readonly<Record<string, InstanceStats>>): Promise<LeaseRenewal> {
     const now = this.now();
     const lease = this.leaseOf(info.proxy_id, now);
     lease.info = { ...info };
+    // A copy, as a shared store keeps its own serialized one.
+    if (stats) lease.stats = JSON.parse(JSON.stringify(stats)) as Record<string, InstanceStats>;
     lease.expiresAt = now + ttl;
     lease.lastSeen = now;
     lease.expiredSince = undefined;
@@ -306,7 +310,8 @@ export class MemoryLoadStore implements LoadStore {
 
   async fleet(): Promise<FleetState> {
     const now = this.now();
-    return { now, instances: this.instancesAt(now), proxies: this.proxiesAt(now) };
+    const stats = sumInstanceStats([...this.leases.values()].filter((l) => l.expiresAt >= now).map((l) => l.stats));
+    return { now, instances: this.instancesAt(now), proxies: this.proxiesAt(now), stats };
   }
 
   private marked = false;
@@ -330,6 +335,7 @@ export class MemoryLoadStore implements LoadStore {
         expiresAt: now,
         lastSeen: now,
         contributions: new Map(),
+        stats: {},
       };
       this.leases.set(proxyId, lease);
     }

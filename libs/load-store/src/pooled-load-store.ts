@@ -1,5 +1,5 @@
 import Redis, { Cluster } from 'ioredis';
-import type { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats } from '@switchyard/contracts';
 import type {
   AcquireRequest,
   AcquireResult,
@@ -249,9 +249,18 @@ export class PooledLoadStore implements LoadStore {
     await Promise.all([...byPool].map(([store, c]) => store.reconcile(proxyId, c)));
   }
 
-  /** A lease in every pool, since each pool's reaper judges the contributions it holds. */
-  async renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal> {
-    const answers = await Promise.all((await this.allPools()).map((s) => s.renewLease(info, ttlMs)));
+  /**
+   * A lease in every pool, since each pool's reaper judges the contributions it holds. Each pool
+   * gets the stats of its own instances (so they go with the lease there), and none where it has none.
+   */
+  async renewLease(info: ProxyInfo, ttlMs: number, stats?: Readonly<Record<string, InstanceStats>>): Promise<LeaseRenewal> {
+    const stores = await this.allPools();
+    const byPool = new Map<RedisLoadStore, Record<string, InstanceStats>>(stores.map((s) => [s, {}]));
+    for (const [id, s] of Object.entries(stats ?? {})) {
+      const store = await this.poolOfInstance(id);
+      if (store) (byPool.get(store) as Record<string, InstanceStats>)[id] = s;
+    }
+    const answers = await Promise.all(stores.map((s) => s.renewLease(info, ttlMs, stats && byPool.get(s))));
     return { controlPlaneAlive: answers.every((a) => a.controlPlaneAlive) };
   }
 
@@ -280,6 +289,8 @@ export class PooledLoadStore implements LoadStore {
       now: Math.max(...parts.map((f) => f.now)),
       instances: parts.flatMap((f) => f.instances).sort(byId),
       proxies: [...proxies.values()].sort((a, b) => (a.proxy_id < b.proxy_id ? -1 : 1)),
+      // An instance moved between pools may have counters in both for a while: they add up.
+      stats: sumInstanceStats(parts.map((f) => f.stats)),
     };
   }
 

@@ -1,5 +1,5 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import { EngineSignals, InstanceRecord, InstanceState, ProxyInfo, ProxyState, RegistrySnapshot, recordOf, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, recordOf, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import {
   AcquireRequest,
   AcquireResult,
@@ -149,6 +149,16 @@ export function connect(options: Pick<RedisLoadStoreOptions, 'url' | 'cluster' |
     enableAutoPipelining: redisOptions.enableAutoPipelining,
     clusterRetryStrategy: (attempt) => Math.min(50 * attempt, 1000),
   });
+}
+
+/** A proxy's stats as it wrote them; anything unreadable counts as none rather than failing the whole read. */
+function parseStats(json: string): Record<string, InstanceStats> {
+  try {
+    const v: unknown = JSON.parse(json);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, InstanceStats>) : {};
+  } catch {
+    return {};
+  }
 }
 
 const DEFAULT_INFO = (proxyId: string): ProxyInfo => ({ proxy_id: proxyId, inflight_http: 0, queued: {}, draining: false, degraded: false });
@@ -323,8 +333,8 @@ export class RedisLoadStore implements LoadStore {
     await this.run('syReconcile', proxyId, JSON.stringify(counts));
   }
 
-  async renewLease(info: ProxyInfo, ttlMs: number): Promise<LeaseRenewal> {
-    const r = await this.run('syRenewLease', info.proxy_id, Math.round(ttlMs), JSON.stringify(info));
+  async renewLease(info: ProxyInfo, ttlMs: number, stats?: Readonly<Record<string, InstanceStats>>): Promise<LeaseRenewal> {
+    const r = await this.run('syRenewLease', info.proxy_id, Math.round(ttlMs), JSON.stringify(info), ...(stats ? [JSON.stringify(stats)] : []));
     return { controlPlaneAlive: r === 1 };
   }
 
@@ -341,8 +351,8 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async fleet(): Promise<FleetState> {
-    const { now, instances, proxies } = await this.dump();
-    return { now, instances, proxies };
+    const { now, instances, proxies, stats } = await this.dump();
+    return { now, instances, proxies, stats };
   }
 
   async ensureRegistryMarker(): Promise<'kept' | 'missing'> {
@@ -357,7 +367,7 @@ export class RedisLoadStore implements LoadStore {
     this.redis.disconnect();
   }
 
-  private async dump(): Promise<{ now: number; version: number; instances: InstanceState[]; proxies: ProxyState[] }> {
+  private async dump(): Promise<{ now: number; version: number; instances: InstanceState[]; proxies: ProxyState[]; stats: Record<string, InstanceStats> }> {
     const raw = (await this.run('syDump')) as unknown[];
     const [now, version, cpWatch, rec] = raw as [number, number, Field, string[]];
     const hash = (flat: string[]) => {
@@ -367,10 +377,10 @@ export class RedisLoadStore implements LoadStore {
     };
     const nf = scripts.INSTANCE_FIELDS.length;
     const fieldMaps = (raw.slice(4, 4 + nf) as string[][]).map(hash);
-    const [leases, leaseInfo, leaseSeen] = raw.slice(4 + nf, 7 + nf) as string[][];
-    const [infoM, leaseSeenM] = [leaseInfo, leaseSeen].map(hash);
+    const [leases, leaseInfo, leaseSeen, statsFlat] = raw.slice(4 + nf, 8 + nf) as string[][];
+    const [infoM, leaseSeenM, statsM] = [leaseInfo, leaseSeen, statsFlat].map(hash);
     const byInstance = new Map<string, Record<string, number>>();
-    for (const entry of raw.slice(7 + nf) as [string, string[]][]) {
+    for (const entry of raw.slice(8 + nf) as [string, string[]][]) {
       const [proxyId, flat] = entry;
       for (let i = 0; i < flat.length; i += 2) {
         // A release leaves a contribution that reaches 0 in place (see RELEASE).
@@ -401,6 +411,7 @@ export class RedisLoadStore implements LoadStore {
       });
     }
     proxies.sort((a, b) => (a.proxy_id < b.proxy_id ? -1 : 1));
-    return { now, version, instances, proxies };
+    const stats = sumInstanceStats(proxies.filter((p) => p.alive && statsM.has(p.proxy_id)).map((p) => parseStats(statsM.get(p.proxy_id) as string)));
+    return { now, version, instances, proxies, stats };
   }
 }

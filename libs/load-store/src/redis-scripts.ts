@@ -617,7 +617,11 @@ redis.call('ZADD', p .. 'leases', 'NX', now, proxy)
 return 1
 `;
 
-/** ARGV: prefix, proxy, ttl_ms, info JSON. Returns 1 when a control plane holds its lease (or none ever claimed one), 0 when it lapsed. */
+/**
+ * ARGV: prefix, proxy, ttl_ms, info JSON[, stats JSON]. The stats (the proxy's request counters per
+ * instance) replace its previous ones when given. Returns 1 when a control plane holds its lease
+ * (or none ever claimed one), 0 when it lapsed.
+ */
 export const RENEW_LEASE = `${NOW}
 local p, proxy = ARGV[1], ARGV[2]
 local now = now_ms()
@@ -625,6 +629,7 @@ redis.call('ZADD', p .. 'leases', now + tonumber(ARGV[3]), proxy)
 redis.call('HSET', p .. 'lease_info', proxy, ARGV[4])
 redis.call('HSET', p .. 'lease_seen', proxy, now)
 redis.call('HDEL', p .. 'lease_expired', proxy)
+if ARGV[5] then redis.call('HSET', p .. 'stats', proxy, ARGV[5]) end
 local u = tonumber(redis.call('HGET', p .. 'cp', 'until') or '')
 if u and u < now then return 0 end
 return 1
@@ -638,6 +643,7 @@ redis.call('ZREM', p .. 'leases', proxy)
 redis.call('HDEL', p .. 'lease_info', proxy)
 redis.call('HDEL', p .. 'lease_seen', proxy)
 redis.call('HDEL', p .. 'lease_expired', proxy)
+redis.call('HDEL', p .. 'stats', proxy)
 return 1
 `;
 
@@ -662,6 +668,7 @@ for _, proxy in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', '(' ..
     redis.call('HDEL', p .. 'lease_info', proxy)
     redis.call('HDEL', p .. 'lease_seen', proxy)
     redis.call('HDEL', p .. 'lease_expired', proxy)
+    redis.call('HDEL', p .. 'stats', proxy)
     reaped[#reaped + 1] = proxy
   end
 end
@@ -722,7 +729,7 @@ const FIELD_LIST = `{${INSTANCE_FIELDS.map((f) => `'${f}'`).join(', ')}}`;
 
 /**
  * ARGV: prefix. One consistent read of the whole pool:
- * {now, ver, cp_watch|false, rec, ...INSTANCE_FIELDS hashes, leases, lease_info, lease_seen, {proxy, contrib}...}.
+ * {now, ver, cp_watch|false, rec, ...INSTANCE_FIELDS hashes, leases, lease_info, lease_seen, stats, {proxy, contrib}...}.
  */
 export const DUMP = `${NOW}
 local p = ARGV[1]
@@ -734,6 +741,7 @@ local leases = redis.call('ZRANGE', p .. 'leases', 0, -1, 'WITHSCORES')
 out[#out + 1] = leases
 out[#out + 1] = redis.call('HGETALL', p .. 'lease_info')
 out[#out + 1] = redis.call('HGETALL', p .. 'lease_seen')
+out[#out + 1] = redis.call('HGETALL', p .. 'stats')
 for i = 1, #leases, 2 do
   out[#out + 1] = { leases[i], redis.call('HGETALL', p .. 'contrib:' .. leases[i]) }
 end

@@ -5,6 +5,7 @@ import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } fro
 import type { LoadStore } from '@switchyard/load-store';
 import { AdmissionQueue } from './admission-queue';
 import { Exchanges } from './exchange';
+import { InstanceStatsRecorder } from './instance-stats';
 import type { ProxyConfig } from './proxy-config';
 import { ProxyMetrics } from './proxy-metrics';
 import { RegistryCache } from './registry-cache';
@@ -34,6 +35,8 @@ export class ProxyRuntime {
   readonly metrics: ProxyMetrics;
   readonly exchanges = new Exchanges();
   readonly tracing?: ProxyTracing;
+  /** Request counters per instance, counted at each exchange's end and written with the lease. */
+  readonly stats = new InstanceStatsRecorder();
   draining = false;
   /** Whether a control plane held its lease at the last renewal (see noteControlPlane). */
   controlPlaneReachable = true;
@@ -119,7 +122,7 @@ export class ProxyRuntime {
   /** The one caller of store.renewLease; it doubles as the store probe: the first success after a failure reconciles and re-pulls. */
   async renewLease(): Promise<void> {
     try {
-      const { controlPlaneAlive } = await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000);
+      const { controlPlaneAlive } = await this.store.renewLease(this.info(), this.config.LEASE_TTL_S * 1000, this.stats.snapshot());
       this.noteControlPlane(controlPlaneAlive);
     } catch (err) {
       this.slots.storeFailed(err);

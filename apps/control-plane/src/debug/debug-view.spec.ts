@@ -1,4 +1,4 @@
-import { METRIC_SOURCE, NULL_SEMANTICS, ProxyInfo, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { emptyInstanceStats, METRIC_SOURCE, NULL_SEMANTICS, ProxyInfo, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { MemoryLoadStore } from '@switchyard/load-store';
 import { readFleet } from '../common/fleet';
 import { queuedByProxy, toDebugStatus, toInstanceLoads } from './debug-view';
@@ -61,6 +61,7 @@ describe('instance loads view', () => {
         last_seen_at: new Date(T0).toISOString(),
         queued_by_proxy: { p1: 2, p2: 3 },
         engine: UNKNOWN_ENGINE,
+        stats: emptyInstanceStats(),
       },
       {
         instance_id: 'b',
@@ -77,6 +78,7 @@ describe('instance loads view', () => {
         last_seen_at: new Date(T0).toISOString(),
         queued_by_proxy: { p1: 2 },
         engine: UNKNOWN_ENGINE,
+        stats: emptyInstanceStats(),
       },
     ]);
   });
@@ -97,6 +99,24 @@ describe('instance loads view', () => {
     expect([b.qps_1m, b.gpu_util]).toEqual([4.5, null]);
   });
 
+  it('shows each instance its request counters summed over the alive proxies, zeros where none counted', async () => {
+    const { store, advance } = await fleetAt();
+    const counted = (requests: number, errors: number, client_gone: number, fast: number) => {
+      const s = emptyInstanceStats();
+      s.ttft_ms[1] = fast;
+      return { requests, errors, client_gone, ttft_ms: s.ttft_ms };
+    };
+    await store.renewLease(info('p1'), 5000, { a: counted(10, 1, 2, 7) });
+    await store.renewLease(info('p2'), 2000, { a: counted(5, 0, 1, 4) });
+    const [a, b] = toInstanceLoads(await readFleet(store), false, T0).instances;
+    expect(a.stats).toEqual(counted(15, 1, 3, 11));
+    expect(b.stats).toEqual(emptyInstanceStats());
+    // p2's lease ran out: its counters leave the sums.
+    advance(3000);
+    const [later] = toInstanceLoads(await readFleet(store), false, T0).instances;
+    expect(later.stats).toEqual(counted(10, 1, 2, 7));
+  });
+
   it('lists proxies from their leases, with ISO times', async () => {
     const { store } = await fleetAt();
     const { proxies } = toInstanceLoads(await readFleet(store), false, T0);
@@ -106,7 +126,7 @@ describe('instance loads view', () => {
     ]);
   });
 
-  it('leaves out expired instances and proxies unless include_dead, and ignores the queue of an expired proxy', async () => {
+  it('leaves out expired instances and proxies unless include_expired, and ignores the queue of an expired proxy', async () => {
     const { store, advance } = await fleetAt();
     advance(6000);
     await store.renewLease(info('p1', { llama: 2 }), 5000);

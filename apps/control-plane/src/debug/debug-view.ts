@@ -2,13 +2,16 @@ import {
   DebugStatusResponse,
   EngineSignals,
   EngineView,
+  emptyInstanceStats,
   InstanceLoadsResponse,
   InstanceLoadView,
   InstanceState,
+  InstanceStats,
   METRIC_SOURCE,
   NULL_SEMANTICS,
   ProxyState,
   ProxyView,
+  TTFT_BUCKETS_MS,
 } from '@switchyard/contracts';
 import type { Fleet } from '../common/fleet';
 
@@ -52,7 +55,7 @@ export function toEngineView(e: EngineSignals): EngineView {
   return { ...e, scraped_at: e.scraped_at === null ? null : iso(e.scraped_at) };
 }
 
-export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyState[]): InstanceLoadView {
+export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyState[], stats: Readonly<Record<string, InstanceStats>> = {}): InstanceLoadView {
   return {
     instance_id: s.instance_id,
     url: s.url,
@@ -69,6 +72,8 @@ export function toInstanceLoadView(s: InstanceState, proxies: readonly ProxyStat
     last_seen_at: iso(s.last_seen_at),
     queued_by_proxy: queuedByProxy(s.models, proxies),
     engine: toEngineView(s.engine),
+    // Counters start at zero: no alive proxy has ended a request on it (yet, or since they left).
+    stats: Object.hasOwn(stats, s.instance_id) ? stats[s.instance_id] : emptyInstanceStats(),
   };
 }
 
@@ -78,7 +83,8 @@ export function toInstanceLoads(fleet: Fleet, includeExpired: boolean, now: numb
     generated_at: iso(now),
     metric_source: METRIC_SOURCE,
     null_semantics: NULL_SEMANTICS,
-    instances: fleet.instances.filter((s) => includeExpired || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies)),
+    ttft_buckets_ms: TTFT_BUCKETS_MS,
+    instances: fleet.instances.filter((s) => includeExpired || s.is_alive).map((s) => toInstanceLoadView(s, fleet.proxies, fleet.stats)),
     proxies: fleet.proxies.filter((p) => includeExpired || p.alive).map(toProxyView),
   };
 }

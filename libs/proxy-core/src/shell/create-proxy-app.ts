@@ -51,6 +51,7 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
       // Every response by route, method and status (499: the client left first); an access log line for forwarded ones.
       const exchange = runtime.exchanges.begin(req, res, (ex) => {
         runtime.metrics.countRequest(routeLabel(path), methodLabel(req.method), ex.status);
+        runtime.stats.record(ex);
         if (forwarded) {
           runtime.metrics.observeExchange(ex, runtime.metrics.series(ex.model, ex.model !== null && runtime.registry.hasModel(ex.model)));
           runtime.tracing?.end(ex, config.ROUTING_STRATEGY);
