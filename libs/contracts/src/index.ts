@@ -5,3 +5,4 @@ export * from './heartbeat';
 export * from './events';
 export * from './proxy';
 export * from './debug';
+export * from './keys';
