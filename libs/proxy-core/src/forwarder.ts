@@ -3,8 +3,10 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request, Dispatcher } from 'undici';
 import { errorBody, ErrorBody } from '@switchyard/contracts';
+import { keyStoreFor } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
 import type { Exchange, Slot } from './exchange';
+import { KeyGate } from './keys';
 import type { ProxyRuntime } from './proxy-runtime';
 
 /** OpenAI routes forwarded to instances. */
@@ -102,8 +104,11 @@ async function readCapped(body: Dispatcher.ResponseData['body']): Promise<Buffer
 export class Forwarder {
   private readonly agent: Agent;
   private seq = 0;
+  /** API_KEYS=required; with it off, no per-request work at all. */
+  private readonly keys?: KeyGate;
 
   constructor(private readonly rt: ProxyRuntime) {
+    if (rt.config.API_KEYS === 'required') this.keys = new KeyGate(keyStoreFor(rt.store), { logger: rt.logger, onStoreError: () => rt.metrics.storeErrors.inc() });
     // No per-instance connection cap: max_inflight and the admission queue are the limits, visibly.
     this.agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
   }
@@ -115,7 +120,8 @@ export class Forwarder {
     for (const ex of this.rt.exchanges.all) ex.abortUpstream(reason);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.keys?.close();
     return this.agent.close();
   }
 
@@ -136,14 +142,19 @@ export class Forwarder {
     if (body === 'aborted') return;
     if (body === 'too_large') return sendError(res, 413, errorBody(`body: larger than MAX_BODY_BYTES (${config.MAX_BODY_BYTES} bytes)`, 'invalid_request_error', 'body_too_large'), { connection: 'close' });
     if (body === 'timeout') return sendError(res, 408, errorBody(`body: not received within REQUEST_BODY_TIMEOUT_S (${config.REQUEST_BODY_TIMEOUT_S} s)`, 'invalid_request_error', 'body_timeout'), { connection: 'close' });
-    let model: unknown;
+    let parsed: Record<string, unknown> | null;
     try {
-      model = (JSON.parse(body.toString('utf8')) as { model?: unknown } | null)?.model;
+      parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown> | null;
     } catch {
       return sendError(res, 400, errorBody('body: not valid JSON', 'invalid_request_error', 'invalid_json'));
     }
+    const model = parsed?.model;
     if (typeof model !== 'string' || !model) return sendError(res, 400, errorBody('model: required, a non-empty string', 'invalid_request_error', 'invalid_field', 'model'));
     ex.model = model;
+    if (this.keys) {
+      const refused = await this.keys.admit(ex, route, parsed, body.length);
+      if (refused) return sendError(res, refused.status, refused.body, refused.headers);
+    }
     const headers = endToEnd(req.headers, false) as Record<string, string>;
     headers['x-request-id'] = requestId;
     // A pipelined request waits for the responses before it, holding nothing meanwhile.

@@ -62,6 +62,10 @@ export class MemoryKeyStore implements KeyStore {
   }
 
   async put(key: KeyPut): Promise<'created' | 'updated' | 'conflict'> {
+    return this.putNow(key);
+  }
+
+  putNow(key: KeyPut): 'created' | 'updated' | 'conflict' {
     const holder = this.bySha.get(key.sha256);
     if (holder && holder.record.id !== key.id) return 'conflict';
     const old = this.ids.get(key.id);
