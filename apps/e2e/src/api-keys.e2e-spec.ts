@@ -136,9 +136,9 @@ describe('client API keys across two proxies', () => {
       for (const name of names) {
         const type = await r.type(name);
         if (type === 'hash') dump += JSON.stringify(await r.hgetall(name));
-        else if (type === 'string') dump += await r.get(name);
+        else if (type === 'string') dump += String(await r.get(name));
         else if (type === 'set') dump += JSON.stringify(await r.smembers(name));
-        else if (type === 'zset') dump += JSON.stringify(await r.zrange(name, 0, -1));
+        else if (type === 'zset') dump += JSON.stringify(await r.zrange(name, '0', '-1'));
       }
       for (const s of secrets) expect(dump).not.toContain(s);
     } finally {
