@@ -3,7 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { LoggerModule } from 'nestjs-pino';
 import type { LoadStore } from '@switchyard/load-store';
 import { OpenAiErrorFilter } from '@switchyard/nest-common';
-import type { DeclaredInstance } from '@switchyard/config';
+import type { DeclaredInstance, DeclaredKey } from '@switchyard/config';
 import { StoreOutage } from './common/store-outage';
 import { CONTROL_PLANE_CONFIG, DECLARED_INSTANCES, LOAD_STORE } from './common/tokens';
 import type { ControlPlaneConfig } from './config';
@@ -16,6 +16,7 @@ import { DebugModule } from './debug/debug.module';
 import { LeasesModule } from './leases/leases.module';
 import { MetricsModule } from './metrics/metrics.module';
 import { DashboardModule } from './dashboard/dashboard.module';
+import { KeysModule } from './keys/keys.module';
 import { RegistryKeeperService } from './instances/registry-keeper.service';
 import { LeadershipService } from './liveness/leadership.service';
 import { LivenessService } from './liveness/liveness.service';
@@ -24,7 +25,7 @@ import { ProberService } from './liveness/prober.service';
 @Module({})
 export class AppModule {
   /** With events off (the memory store of single-process mode) nothing is published: there is no one to hear it. */
-  static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true, declared: DeclaredInstance[] = []): DynamicModule {
+  static forRoot(config: ControlPlaneConfig, store: LoadStore, events = true, declared: DeclaredInstance[] = [], keys: DeclaredKey[] = []): DynamicModule {
     return {
       module: AppModule,
       // Global so feature modules (debug, metrics, leases) get the config and the store.
@@ -35,6 +36,7 @@ export class AppModule {
         DebugModule,
         LeasesModule,
         DashboardModule,
+        KeysModule.forRoot(keys),
       ],
       exports: [CONTROL_PLANE_CONFIG, LOAD_STORE, LeadershipService, StoreOutage],
       controllers: [InstancesController, HealthController],

@@ -34,7 +34,7 @@ async function main() {
     : new MemoryLoadStore();
   log.log(redisUrl ? `store: Redis at ${cpConfig.REDIS_URL}` : 'store: in-memory (single process; set REDIS_URL to share counts)');
 
-  const cp = await createControlPlane(cpConfig, store, redisUrl !== undefined, declared);
+  const cp = await createControlPlane(cpConfig, store, redisUrl !== undefined, declared, file?.keys ?? []);
   await cp.listen(cpConfig.PORT, cpConfig.HOST);
   const cpUrl = `http://${cpConfig.HOST}:${cpConfig.PORT}`;
 

@@ -205,6 +205,35 @@ describe('switchyard CLI against a real control plane', () => {
 const HAS_TMUX = spawnSync('tmux', ['-V']).status === 0;
 
 // `watch` redraws a terminal, so it is tested under a real pseudo-terminal: a tmux pane.
+describe('switchyard keys', () => {
+  it('creates a key (secret printed once), lists it with its limits but never the secret, revokes it', async () => {
+    const created = await cli(['keys', 'create', 'team-a', '--model', 'llama', '--rpm', '10', '--tpm', '5000']);
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const id = /^created (key_[0-9a-f]{16}) \(team-a\)$/m.exec(created.stdout)?.[1];
+    const secret = /^key: (sk-sy-\S+)$/m.exec(created.stdout)?.[1];
+    expect(id).toBeDefined();
+    expect(secret).toBeDefined();
+    const list = await cli(['keys', 'list']);
+    expect(list).toMatchObject({ code: 0, stderr: '' });
+    const row = table(list.stdout).find((r) => r.ID === id);
+    expect(row).toEqual({ ID: id, NAME: 'team-a', PREFIX: `${secret!.slice(0, 10)}…`, MODELS: 'llama', 'REQUESTS/MIN': '0/10', 'TOKENS/MIN': '0/5000', SOURCE: 'api' });
+    expect(list.stdout).not.toContain(secret!);
+    expect((await cli(['keys', 'list', '--json'])).stdout).not.toContain(secret!);
+    expect(await cli(['keys', 'revoke', id!])).toMatchObject({ code: 0, stdout: `revoked ${id} (every proxy refuses it from its next request)\n` });
+    expect(table((await cli(['keys', 'list'])).stdout).find((r) => r.ID === id)).toBeUndefined();
+    expectOneLineError(await cli(['keys', 'revoke', id!]), /DELETE \/v1\/keys\/key_\w+ failed with 404/);
+  });
+
+  it('refuses a bad action or limit with one line, before calling the control plane', async () => {
+    expectOneLineError(await cli(['keys', 'rotate']), /unknown action 'keys rotate'; valid: list, create, revoke/);
+    expectOneLineError(await cli(['keys', 'create', 'x', '--rpm', '0']), /--rpm must be a whole number of at least 1/);
+    expectOneLineError(await cli(['keys', 'create']), /'keys' needs NAME/);
+    expectOneLineError(await cli(['keys', 'list', '--rpm', '3']), /--rpm is not an option of 'keys list'/);
+    expect((await cli(['keys', '--help'])).stdout).toMatch(/switchyard keys create NAME/);
+    expect((await cli(['--help'])).stdout).toContain('keys list|create|revoke');
+  });
+});
+
 describe('switchyard watch in a terminal', () => {
   const socket = `sy-cli-${process.pid}`;
   let dir = '';

@@ -32,6 +32,7 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'DRAIN_SETTLE_S', meaning: 'after SIGTERM, how long /readyz says draining while the proxy still accepts' },
     { name: 'DRAIN_TIMEOUT_S', meaning: 'how long a drain waits for open exchanges before ending them' },
     { name: 'TERMINATION_GRACE_S', meaning: "the orchestrator's grace period; start-up warns when settle + drain does not fit" },
+    { name: 'API_KEYS', meaning: "required: every forwarded request needs a client API key (Authorization: Bearer or x-api-key), with its models and rpm/tpm limits shared by all proxies; off (default): none" },
     { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
   ],
 });

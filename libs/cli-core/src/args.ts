@@ -19,7 +19,10 @@ export type Command =
   | { name: 'instances'; all: boolean; json: boolean; verbose: boolean }
   | { name: 'watch'; all: boolean; verbose: boolean; intervalS: number }
   | { name: 'register'; url: string; models: string[]; id?: string; maxInflight?: number; weight?: number; probe: boolean }
-  | { name: 'unregister'; id: string };
+  | { name: 'unregister'; id: string }
+  | { name: 'keys'; action: 'list'; json: boolean }
+  | { name: 'keys'; action: 'create'; keyName: string; models: string[]; rpm?: number; tpm?: number; json: boolean }
+  | { name: 'keys'; action: 'revoke'; id: string };
 
 export type CommandName = Exclude<Command['name'], 'help'>;
 
@@ -41,6 +44,8 @@ const OPTIONS = {
   'max-inflight': { type: 'string' },
   weight: { type: 'string' },
   'no-probe': { type: 'boolean' },
+  rpm: { type: 'string' },
+  tpm: { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -54,7 +59,11 @@ const COMMAND_OPTIONS: Record<CommandName, OptionName[]> = {
   watch: ['all', 'verbose', 'interval'],
   register: ['model', 'id', 'max-inflight', 'weight', 'no-probe'],
   unregister: [],
+  keys: ['json', 'model', 'rpm', 'tpm'],
 };
+
+/** `keys` takes an action and its argument: list, create NAME, revoke ID. */
+const KEY_ACTIONS: Record<string, string[]> = { list: [], create: ['NAME'], revoke: ['ID'] };
 
 const POSITIONALS: Record<CommandName, string[]> = {
   status: [],
@@ -62,6 +71,7 @@ const POSITIONALS: Record<CommandName, string[]> = {
   watch: [],
   register: ['URL'],
   unregister: ['ID'],
+  keys: ['ACTION'],
 };
 
 function isCommandName(name: string): name is CommandName {
@@ -97,7 +107,9 @@ export function parseInvocation(argv: readonly string[], env: NodeJS.ProcessEnv)
   for (const given of Object.keys(values)) {
     if (!allowed.has(given)) throw new CliError(`--${given} is not an option of '${name}' (see switchyard ${name} --help)`);
   }
-  const wanted = POSITIONALS[name];
+  const action = name === 'keys' ? rest[0] : undefined;
+  if (action !== undefined && !Object.prototype.hasOwnProperty.call(KEY_ACTIONS, action)) throw new CliError(`unknown action 'keys ${action}'; valid: ${Object.keys(KEY_ACTIONS).join(', ')} (see switchyard keys --help)`);
+  const wanted = action !== undefined ? ['ACTION', ...KEY_ACTIONS[action]] : POSITIONALS[name];
   if (rest.length < wanted.length) throw new CliError(`'${name}' needs ${wanted.slice(rest.length).join(' ')} (see switchyard ${name} --help)`);
   if (rest.length > wanted.length) throw new CliError(`unexpected argument '${rest[wanted.length]}' (see switchyard ${name} --help)`);
 
@@ -127,7 +139,32 @@ function command(name: CommandName, args: string[], values: Partial<Record<Optio
     }
     case 'unregister':
       return { name, id: args[0] };
+    case 'keys':
+      return keysCommand(args, values);
   }
+}
+
+function keysCommand(args: string[], values: Partial<Record<OptionName, string | boolean | string[]>>): Command {
+  const action = args[0];
+  const only = (allowed: OptionName[]) => {
+    for (const o of ['json', 'model', 'rpm', 'tpm'] as const) if (values[o] !== undefined && !allowed.includes(o)) throw new CliError(`--${o} is not an option of 'keys ${action}' (see switchyard keys --help)`);
+  };
+  const limit = (flag: 'rpm' | 'tpm') => {
+    if (values[flag] === undefined) return undefined;
+    const v = number(`--${flag}`, values[flag] as string);
+    if (!Number.isInteger(v) || v < 1) throw new CliError(`--${flag} must be a whole number of at least 1`);
+    return v;
+  };
+  if (action === 'list') {
+    only(['json']);
+    return { name: 'keys', action, json: values.json === true };
+  }
+  if (action === 'create') {
+    only(['json', 'model', 'rpm', 'tpm']);
+    return { name: 'keys', action, keyName: args[1], models: (values.model as string[] | undefined) ?? [], rpm: limit('rpm'), tpm: limit('tpm'), json: values.json === true };
+  }
+  only([]);
+  return { name: 'keys', action: 'revoke', id: args[1] };
 }
 
 function connection(values: { url?: string; token?: string }, env: NodeJS.ProcessEnv): Connection {
@@ -163,6 +200,7 @@ Commands:
   register URL --model M [--model M2] [--id ID] [--max-inflight N] [--weight W] [--no-probe]
                              add an instance (or update it; its live in-flight count is kept)
   unregister ID              remove an instance
+  keys list|create|revoke    client API keys: list (limits, usage this minute), create NAME, revoke ID
   help [COMMAND]             this text, or a command's
 
 Global options:
@@ -206,5 +244,18 @@ the instance stays alive while probes (or its own heartbeats) succeed within the
   unregister: `Usage: switchyard unregister ID
 
 Removes the instance (DELETE /v1/instances/ID); proxies stop sending it requests.
+`,
+  keys: `Usage: switchyard keys list [--json]
+       switchyard keys create NAME [--model M …] [--rpm N] [--tpm N] [--json]
+       switchyard keys revoke ID
+
+Client API keys, checked by proxies started with API_KEYS=required.
+  list      one row per key: id, name, prefix, models, limits, requests and tokens this minute (GET /debug/keys)
+  create    a new key (POST /v1/keys); its secret is printed once and cannot be read again
+  revoke    ends a key at once on every proxy (DELETE /v1/keys/ID)
+  -m, --model M   a model the key may use (repeat for more; default: every model)
+  --rpm N         requests per minute, shared by all proxies (default: no limit)
+  --tpm N         tokens per minute, shared by all proxies (default: no limit)
+  --json          print the answer as JSON
 `,
 };

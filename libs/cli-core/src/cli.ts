@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CliError, Command, parseInvocation, USAGE } from './args';
 import { ControlPlaneClient } from './client';
-import { formatInstances, formatStatus, formatSummary } from './format';
+import { formatInstances, formatKeys, formatStatus, formatSummary } from './format';
 
 export interface CliIo {
   env: NodeJS.ProcessEnv;
@@ -63,6 +63,25 @@ async function run(command: Command, client: ControlPlaneClient, io: CliIo): Pro
       await client.unregister(command.id);
       out(`unregistered ${command.id}\n`);
       return;
+    case 'keys': {
+      if (command.action === 'list') {
+        const view = await client.keys();
+        out(command.json ? JSON.stringify(view, null, 2) + '\n' : formatKeys(view.keys));
+        return;
+      }
+      if (command.action === 'revoke') {
+        await client.revokeKey(command.id);
+        out(`revoked ${command.id} (every proxy refuses it from its next request)\n`);
+        return;
+      }
+      const body: Record<string, unknown> = { name: command.keyName };
+      if (command.models.length) body.models = command.models;
+      if (command.rpm !== undefined) body.rpm = command.rpm;
+      if (command.tpm !== undefined) body.tpm = command.tpm;
+      const created = await client.createKey(body);
+      out(command.json ? JSON.stringify(created, null, 2) + '\n' : `created ${created.id} (${created.name})\nkey: ${created.key}\nThis is the only time the key is shown; store it now.\n`);
+      return;
+    }
   }
 }
 

@@ -1,4 +1,4 @@
-import type { DebugStatusResponse, InstanceLoadsResponse, RegistrationResponse } from '@switchyard/contracts';
+import type { ApiKeyCreated, ApiKeysResponse, DebugStatusResponse, InstanceLoadsResponse, RegistrationResponse } from '@switchyard/contracts';
 import { CliError, Connection } from './args';
 
 /** An operator waiting at a terminal: long enough for a busy control plane, short enough to notice a hung one. */
@@ -40,6 +40,18 @@ export class ControlPlaneClient {
 
   async unregister(id: string): Promise<void> {
     await this.json('DELETE', `/v1/instances/${encodeURIComponent(id)}`);
+  }
+
+  keys(): Promise<ApiKeysResponse> {
+    return this.json('GET', '/debug/keys');
+  }
+
+  createKey(body: Record<string, unknown>): Promise<ApiKeyCreated> {
+    return this.json('POST', '/v1/keys', body);
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    await this.json('DELETE', `/v1/keys/${encodeURIComponent(id)}`);
   }
 
   private async json<T>(method: string, path: string, body?: unknown): Promise<T> {

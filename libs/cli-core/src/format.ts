@@ -1,4 +1,4 @@
-import type { DebugStatusResponse, InstanceLoadsResponse, InstanceLoadView } from '@switchyard/contracts';
+import type { ApiKeyView, DebugStatusResponse, InstanceLoadsResponse, InstanceLoadView } from '@switchyard/contracts';
 import type { Readiness } from './client';
 
 /** Null is unknown and shows as '-'; a measured 0 shows as 0 (DESIGN.md invariant 8). */
@@ -99,4 +99,16 @@ export function formatStatus(url: string, ready: Readiness, status: DebugStatusR
     ['queued', String(status.queued_total)],
   ];
   return lines.map(([k, v]) => `${k.padEnd(15)}${v}`).join('\n') + '\n';
+}
+
+/** A limit and what is used of it this minute: `3/10`, or `3` with no limit. */
+const usedOf = (used: number, limit: number | null) => (limit === null ? String(used) : `${used}/${limit}`);
+
+/** The `keys list` table: never a secret (the read routes have none), only the prefix. */
+export function formatKeys(keys: ApiKeyView[]): string {
+  if (keys.length === 0) return 'no API keys\n';
+  const head = ['ID', 'NAME', 'PREFIX', 'MODELS', 'REQUESTS/MIN', 'TOKENS/MIN', 'SOURCE'];
+  const rows = [head, ...keys.map((k) => [k.id, k.name, `${k.prefix}…`, k.models ? k.models.join(',') : '*', usedOf(k.usage.requests, k.rpm), usedOf(k.usage.tokens, k.tpm), k.source])];
+  const widths = head.map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c])).join('  ').trimEnd()).join('\n') + '\n';
 }

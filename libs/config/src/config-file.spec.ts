@@ -91,3 +91,30 @@ describe('declared instance URLs', () => {
     expect(declaredInstances({ INSTANCES: 'http://a:1/v1,https://b' }).map((d) => d.url)).toEqual(['http://a:1/v1', 'https://b']);
   });
 });
+
+describe('config file keys', () => {
+  it('reads the keys list: the secret or its sha256, models and limits', () => {
+    const sha = 'a'.repeat(64);
+    const cfg = readConfigFile(file(`keys:\n  - name: team-a\n    key: sk-team-a-0123456789\n    models: [llama]\n    rpm: 10\n  - name: team-b\n    key_sha256: ${sha}\n    tpm: 5000\n`));
+    expect(cfg.keys).toEqual([
+      { name: 'team-a', key: 'sk-team-a-0123456789', models: ['llama'], rpm: 10 },
+      { name: 'team-b', key_sha256: sha, tpm: 5000 },
+    ]);
+  });
+
+  it.each([
+    ['keys:\n  - name: a\n    rpm: 10\n', /switchyard\.yaml:2: keys\[0\]\.key: give exactly one of key and key_sha256/],
+    ['keys:\n  - name: a\n    key: sk-long-enough-0001\n    rpm: 0\n', /switchyard\.yaml:4: keys\[0\]\.rpm: /],
+    ['keys:\n  - name: a\n    key: short\n', /switchyard\.yaml:3: keys\[0\]\.key: must be 16-512/],
+    ['keys:\n  - name: a\n    key: sk-long-enough-0001\n    limit: 3\n', /switchyard\.yaml:4: keys\[0\]\.limit: unknown key/],
+    ['keys:\n  - name: a\n    key: sk-long-enough-0001\n  - name: a\n    key: sk-long-enough-0002\n', /switchyard\.yaml:4: keys\[1\]\.name: 'a' is used twice/],
+    ['keys: 3\n', /switchyard\.yaml:1: keys: must be a list/],
+  ])('stops at a bad entry naming file, line and field, never the secret: %j', (text, message) => {
+    expect(() => readConfigFile(file(text))).toThrow(message);
+    try {
+      readConfigFile(file(text));
+    } catch (err) {
+      expect((err as Error).message).not.toContain('sk-long-enough');
+    }
+  });
+});

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, YAMLMap, Node as YamlNode } from 'yaml';
-import { instanceIdSchema, instanceUrlSchema, modelNameSchema } from '@switchyard/contracts';
+import { apiKeyNameSchema, instanceIdSchema, instanceUrlSchema, modelNameSchema } from '@switchyard/contracts';
 import { z, ZodEffects, ZodObject, ZodRawShape, ZodType, ZodTypeDef } from 'zod';
 
 /** The sections of a Switchyard config file; each server reads its own (npm start reads both). */
@@ -21,6 +21,24 @@ export const declaredInstanceSchema = z
   .strict();
 export type DeclaredInstance = z.infer<typeof declaredInstanceSchema>;
 
+/**
+ * A client API key declared in the file (`keys:`): the secret itself, or only its sha256 so the
+ * file holds nothing usable. Written to the store by the control plane at start.
+ */
+export const declaredKeySchema = z
+  .object({
+    name: apiKeyNameSchema,
+    key: z.string().regex(/^[\x21-\x7E]{16,512}$/, 'must be 16-512 printable characters without spaces').optional(),
+    key_sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (sha256 of the key)').optional(),
+    models: z.array(modelNameSchema).min(1).max(256).optional(),
+    rpm: z.number().int().min(1).max(10_000_000).optional(),
+    tpm: z.number().int().min(1).max(10_000_000_000).optional(),
+  })
+  .strict()
+  .refine((k) => (k.key === undefined) !== (k.key_sha256 === undefined), { message: 'give exactly one of key and key_sha256', path: ['key'] });
+export type DeclaredKey = z.infer<typeof declaredKeySchema>;
+const DECLARED_KEY_FIELDS = 'name, key or key_sha256, models, rpm, tpm';
+
 interface Setting {
   value: string;
   line: number;
@@ -31,6 +49,7 @@ export interface ConfigFile {
   path: string;
   sections: Partial<Record<ConfigSection, Map<string, Setting>>>;
   instances: DeclaredInstance[];
+  keys: DeclaredKey[];
 }
 
 /**
@@ -61,9 +80,9 @@ export function readConfigFile(file: string): ConfigFile {
     const e = doc.errors[0];
     fail(lines.linePos(e.pos[0]).line, '', `not valid YAML: ${e.message.split('\n')[0]}`);
   }
-  const out: ConfigFile = { path: file, sections: {}, instances: [] };
+  const out: ConfigFile = { path: file, sections: {}, instances: [], keys: [] };
   if (doc.contents === null) return out;
-  if (!isMap(doc.contents)) fail(lineOf(doc.contents as YamlNode), '', 'must be a mapping of sections (control_plane, proxy, sim, instances)');
+  if (!isMap(doc.contents)) fail(lineOf(doc.contents as YamlNode), '', 'must be a mapping of sections (control_plane, proxy, sim, instances, keys)');
   for (const pair of (doc.contents as YAMLMap).items) {
     const key = isScalar(pair.key) ? String(pair.key.value) : '';
     const line = lineOf(pair.key as YamlNode);
@@ -72,7 +91,11 @@ export function readConfigFile(file: string): ConfigFile {
       out.instances = readInstances(value, (node) => lineOf(node), fail);
       continue;
     }
-    if (!(CONFIG_SECTIONS as readonly string[]).includes(key)) fail(line, key, `unknown section; valid: ${[...CONFIG_SECTIONS, 'instances'].join(', ')}`);
+    if (key === 'keys') {
+      out.keys = readKeys(value, (node) => lineOf(node), fail);
+      continue;
+    }
+    if (!(CONFIG_SECTIONS as readonly string[]).includes(key)) fail(line, key, `unknown section; valid: ${[...CONFIG_SECTIONS, 'instances', 'keys'].join(', ')}`);
     const settings = new Map<string, Setting>();
     if (value !== null && !isMap(value)) fail(line, key, 'must be a mapping of settings');
     for (const item of (value as YAMLMap | null)?.items ?? []) {
@@ -102,6 +125,27 @@ function readInstances(node: YamlNode | null, lineOf: (n: YamlNode | null | unde
     const unknownNode = isMap(item) && unknown ? (item.items.find((p) => isScalar(p.key) && p.key.value === unknown)?.key as YamlNode | undefined) : undefined;
     const where = `instances[${i}]${unknown ? `.${unknown}` : issue.path.length ? `.${issue.path.join('.')}` : ''}`;
     return fail(lineOf(unknownNode ?? keyNode ?? (item as YamlNode)), where, unknown ? 'unknown key; valid: url, models, id, weight, max_inflight' : issue.message);
+  });
+}
+
+/** Like readInstances; messages name the entry and field, never a key's value. */
+function readKeys(node: YamlNode | null, lineOf: (n: YamlNode | null | undefined) => number, fail: (line: number, where: string, message: string) => never): DeclaredKey[] {
+  if (node === null) return [];
+  if (!isSeq(node)) return fail(lineOf(node), 'keys', `must be a list of {${DECLARED_KEY_FIELDS}}`);
+  const names = new Set<string>();
+  return node.items.map((item, i) => {
+    const r = declaredKeySchema.safeParse((item as YamlNode & { toJSON(): unknown }).toJSON());
+    if (r.success) {
+      if (names.has(r.data.name)) fail(lineOf(item as YamlNode), `keys[${i}].name`, `'${r.data.name}' is used twice`);
+      names.add(r.data.name);
+      return r.data;
+    }
+    const issue = r.error.issues[0];
+    const unknown = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
+    const field = unknown ?? issue.path[0];
+    const keyNode = isMap(item) && field !== undefined ? (item.items.find((p) => isScalar(p.key) && p.key.value === field)?.key as YamlNode | undefined) : undefined;
+    const where = `keys[${i}]${unknown ? `.${unknown}` : issue.path.length ? `.${issue.path.join('.')}` : ''}`;
+    return fail(lineOf(keyNode ?? (item as YamlNode)), where, unknown ? `unknown key; valid: ${DECLARED_KEY_FIELDS}` : issue.message);
   });
 }
 

@@ -6,3 +6,4 @@ export * from './events';
 export * from './proxy';
 export * from './debug';
 export * from './instance-stats';
+export * from './keys';

@@ -3,10 +3,12 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Agent, request, Dispatcher } from 'undici';
 import { errorBody, ErrorBody } from '@switchyard/contracts';
+import { keyStoreFor } from '@switchyard/load-store';
 import type { Affinity } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
 import { affinityOf, bindStreamed, bindWhole, RESPONSES_ROUTE } from './affinity';
 import type { Exchange, Slot } from './exchange';
+import { KeyGate } from './keys';
 import type { ProxyRuntime } from './proxy-runtime';
 import { askForUsage, SseTap, UsageStripper, usageOfBody } from './sse-tap';
 
@@ -106,8 +108,11 @@ export class Forwarder {
   private readonly agent: Agent;
   private seq = 0;
   private readonly affinityTtlMs: number;
+  /** API_KEYS=required; with it off, no per-request work at all. */
+  private readonly keys?: KeyGate;
 
   constructor(private readonly rt: ProxyRuntime) {
+    if (rt.config.API_KEYS === 'required') this.keys = new KeyGate(keyStoreFor(rt.store), { logger: rt.logger, onStoreError: () => rt.metrics.storeErrors.inc() });
     // No per-instance connection cap: max_inflight and the admission queue are the limits, visibly.
     this.affinityTtlMs = rt.config.AFFINITY_TTL_S * 1000;
     this.agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
@@ -120,7 +125,8 @@ export class Forwarder {
     for (const ex of this.rt.exchanges.all) ex.abortUpstream(reason);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await this.keys?.close();
     return this.agent.close();
   }
 
@@ -169,6 +175,10 @@ export class Forwarder {
     const model = parsed?.model;
     if (typeof model !== 'string' || !model) return sendError(res, 400, errorBody('model: required, a non-empty string', 'invalid_request_error', 'invalid_field', 'model'));
     ex.model = model;
+    if (this.keys) {
+      const refused = await this.keys.admit(ex, route, parsed, body.length);
+      if (refused) return sendError(res, refused.status, refused.body, refused.headers);
+    }
     const affinity = affinityOf(route, parsed, req.headers, this.affinityTtlMs, config.SESSION_AFFINITY);
     const headers = endToEnd(req.headers, false) as Record<string, string>;
     headers['x-request-id'] = requestId;

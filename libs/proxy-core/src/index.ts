@@ -9,3 +9,4 @@ export * from './proxy-runtime';
 export * from './registry-cache';
 export * from './slots';
 export * from './shell/create-proxy-app';
+export * from './keys';

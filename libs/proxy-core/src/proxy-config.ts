@@ -43,6 +43,8 @@ const schema = z.object({
   DRAIN_TIMEOUT_S: z.coerce.number().positive().max(3600, 'must be at most 3600 seconds (a value in milliseconds?)').default(30),
   DRAIN_SETTLE_S: z.coerce.number().min(0).max(3600).default(5),
   TERMINATION_GRACE_S: z.coerce.number().positive().max(86_400).optional(),
+  // Client API keys (the config file's keys: list and POST /v1/keys): every forwarded request needs one; off costs nothing per request.
+  API_KEYS: z.enum(['off', 'required'], { message: 'must be off or required' }).default('off'),
 })
   .superRefine((c, ctx) => {
     if (c.DRAIN_SETTLE_S >= c.DRAIN_TIMEOUT_S) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['DRAIN_SETTLE_S'], message: `must be less than DRAIN_TIMEOUT_S (${c.DRAIN_TIMEOUT_S})` });
