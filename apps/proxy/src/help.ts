@@ -27,6 +27,8 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'DRAIN_SETTLE_S', meaning: 'after SIGTERM, how long /readyz says draining while the proxy still accepts' },
     { name: 'DRAIN_TIMEOUT_S', meaning: 'how long a drain waits for open exchanges before ending them' },
     { name: 'TERMINATION_GRACE_S', meaning: "the orchestrator's grace period; start-up warns when settle + drain does not fit" },
+    { name: 'FORWARD_CLIENT_AUTH', meaning: "true: the client's Authorization and Cookie reach instances (and instances' Set-Cookie reach clients); an instance's own api_key still replaces Authorization" },
+    { name: 'CORS_ORIGINS', meaning: "browser origins allowed (comma-separated scheme://host[:port], or *); empty: no CORS headers, preflights 404" },
     { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
   ],
 });

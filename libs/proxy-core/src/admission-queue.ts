@@ -4,6 +4,8 @@ export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: '
 
 interface Waiter {
   model: string;
+  /** Instances this request must not get (they do not serve its route). */
+  exclude: readonly string[];
   settle: (outcome: QueueOutcome) => void;
 }
 
@@ -44,13 +46,14 @@ export class AdmissionQueue {
     return (this.queues.get(model)?.length ?? 0) > 0;
   }
 
-  /** Waits for a slot; `signal` aborts when the client leaves. */
-  wait(model: string, signal: AbortSignal): Promise<QueueOutcome> {
+  /** Waits for a slot, never on an instance in `exclude`; `signal` aborts when the client leaves. */
+  wait(model: string, signal: AbortSignal, exclude: readonly string[] = []): Promise<QueueOutcome> {
     if (this.size >= this.options.max) return Promise.resolve({ kind: 'queue_full' });
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined = undefined;
       const waiter: Waiter = {
         model,
+        exclude,
         settle: (outcome) => {
           clearTimeout(timer);
           signal.removeEventListener('abort', onAbort);
@@ -100,15 +103,16 @@ export class AdmissionQueue {
     for (const model of [...this.queues.keys()]) {
       while (this.waiting(model)) {
         let result: SlotResult;
+        const wanted = this.queues.get(model)?.[0];
         try {
-          result = await this.options.slots.acquire(model);
+          result = await this.options.slots.acquire(model, wanted?.exclude);
         } catch {
           return;
         }
         if (result.kind === 'all_full') break;
         const head = this.queues.get(model)?.[0];
-        if (!head) {
-          // The waiter left while we acquired for it.
+        // The waiter left while we acquired for it, and no one is left or the new head must not get this instance.
+        if (!head || (head !== wanted && result.kind === 'acquired' && head.exclude.includes(result.slot.instanceId))) {
           if (result.kind === 'acquired') result.slot.release();
           break;
         }

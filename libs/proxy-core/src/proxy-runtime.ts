@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import pino, { Logger } from 'pino';
-import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
+import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshotEvent } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { AdmissionQueue } from './admission-queue';
 import { Exchanges } from './exchange';
@@ -154,8 +154,10 @@ export class ProxyRuntime {
     sub.on('message', (channel: string, message: string) => {
       if (channel !== REGISTRY_SNAPSHOT_EVENT) return this.slots.capacityFreed();
       try {
-        const packet = JSON.parse(message) as { data?: RegistrySnapshot };
+        const packet = JSON.parse(message) as { data?: RegistrySnapshotEvent };
         if (packet.data && this.registry.applySnapshot(packet.data)) this.slots.capacityFreed();
+        // Keys travel only through the store: a new instance's key is read at once, not at the next resync.
+        if (this.registry.keysMissing) void this.pullRegistry();
       } catch {
         // A malformed event is dropped; the next pull corrects the snapshot.
       }
