@@ -83,6 +83,21 @@ describe('client credentials (FORWARD_CLIENT_AUTH)', () => {
     expect(ups[0].seen.length).toBeGreaterThan(0);
     expect(JSON.stringify(logs)).not.toContain('sk-instance-a');
   });
+
+  it('sends the key of an instance registered since the last registry pull (the store picks it before the proxy heard of it)', async () => {
+    await start({ REGISTRY_RESYNC_S: '3600' }, []);
+    await proxy!.runtime.store.register(rec('new', ups[0].url, { api_key: 'sk-new' }));
+    expect((await chat({ authorization: 'Bearer client-secret' })).status).toBe(200);
+    expect(ups[0].seen.map((s) => s.headers.authorization)).toEqual(['Bearer sk-new']);
+  });
+
+  it('does not send a route to an instance registered since the last pull that does not list it', async () => {
+    await start({ REGISTRY_RESYNC_S: '3600' }, [rec('reranker', ups[1].url, { endpoints: ['/v1/rerank'] })]);
+    await proxy!.runtime.store.register(rec('chat-only', ups[0].url));
+    for (let i = 0; i < 4; i++) expect((await chat({}, '/v1/rerank', { model: 'm', query: 'q', documents: [] })).status).toBe(200);
+    expect(ups[0].seen).toHaveLength(0);
+    expect(ups[1].seen).toHaveLength(4);
+  });
 });
 
 describe('loop detection (via)', () => {

@@ -193,6 +193,14 @@ export class Forwarder {
     const { metrics } = this.rt;
     const started = performance.now();
     // The instance's own key replaces whatever the client sent; otherwise the client's (when forwarded) stays.
+    // The store picked an instance registered since this proxy's last pull: read it first (its key, its endpoints).
+    if (!this.rt.registry.get(slot.instanceId)) {
+      await this.rt.pullRegistry();
+      if (this.rt.registry.get(slot.instanceId)?.endpoints.includes(route) === false) {
+        ex.releaseSlot();
+        return { message: `${slot.instanceId}: does not list ${route}`, reason: 'route' };
+      }
+    }
     const auth = this.rt.registry.get(slot.instanceId)?.authorization ?? (this.requestWithheld.has('authorization') ? undefined : ex.req.headers.authorization);
     if (auth !== undefined) headers.authorization = auth;
     else delete headers.authorization;

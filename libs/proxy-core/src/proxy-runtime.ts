@@ -34,6 +34,7 @@ export class ProxyRuntime {
   controlPlaneReachable = true;
   private timers: NodeJS.Timeout[] = [];
   private subscriber?: Redis;
+  private pulling?: Promise<void>;
   /** JSON logs; request bodies are never logged. */
   readonly logger: Logger;
 
@@ -140,9 +141,14 @@ export class ProxyRuntime {
     return this.slots.reconcile();
   }
 
-  async pullRegistry(): Promise<void> {
-    if (this.slots.degraded) return;
-    await this.registry.pull().catch((err) => this.slots.storeFailed(err));
+  /** One pull at a time: callers during a pull share it. */
+  pullRegistry(): Promise<void> {
+    if (this.slots.degraded) return Promise.resolve();
+    this.pulling ??= this.registry
+      .pull()
+      .catch((err) => this.slots.storeFailed(err))
+      .finally(() => (this.pulling = undefined));
+    return this.pulling;
   }
 
   private subscribe(url: string): void {
