@@ -1,7 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import OpenAI, { APIError } from 'openai';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import OpenAI, { APIError, NotFoundError, toFile } from 'openai';
 import { freePort, RedisServer, waitFor } from '@switchyard/testing';
+import { startFakeEngine } from './fake-engines';
 import { answerJson, chatCompletion, FakeUpstream, sseChunk } from './fake-upstream';
 import { AppProcess } from './processes';
 
@@ -322,3 +325,129 @@ describe('proxy routing, failover and liveness', () => {
     expect(await metric('switchyard_proxy_requests_total{route="unmatched",method="GET",status="404"}')).toBe(1);
   });
 });
+
+/** The operator CLI as a user runs it; stdout and stderr together. */
+function cli(args: string[]): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.resolve(__dirname, '../../../bin/switchyard.js'), ...args], { env: { ...process.env, CONTROL_PLANE_URL: cpUrl }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.once('close', () => resolve(out));
+  });
+}
+
+describe('the edge: credentials, loops, endpoints, the OpenAI surface', () => {
+  const KEY = 'sk-instance-e2e-0123456789';
+  const ORIGIN = 'https://app.example';
+  let openProxyUrl = '';
+
+  beforeAll(async () => {
+    // A second proxy that forwards client credentials and allows one browser origin.
+    const port = await freePort();
+    procs.push(await new AppProcess('apps/proxy/src/main.ts', { REDIS_URL: redis.url, PROXY_NAME: 'open', REGISTRY_RESYNC_S: '0.5', FORWARD_CLIENT_AUTH: 'true', CORS_ORIGINS: ORIGIN }).start(port));
+    openProxyUrl = `http://127.0.0.1:${port}`;
+  });
+
+  it("keeps client credentials from instances unless FORWARD_CLIENT_AUTH=true; an instance's own key arrives as Bearer and is never shown or logged", async () => {
+    const keyed = await good('keyed');
+    const plain = await good('plain');
+    expect(await cli(['register', keyed.url, '-m', 'm-auth', '--id', 'auth-keyed', '--api-key', KEY, '--no-probe'])).toContain('registered auth-keyed');
+    await register('auth-plain', plain.url, ['m-auth-plain']);
+    beating.add('auth-keyed');
+    const headers = { cookie: 'session=client-cookie', 'x-api-key': 'client-x-key' };
+    const viaDefault = new OpenAI({ baseURL: `${proxyUrl}/v1`, apiKey: 'client-key', maxRetries: 0, defaultHeaders: headers });
+    const viaOpen = new OpenAI({ baseURL: `${openProxyUrl}/v1`, apiKey: 'client-key', maxRetries: 0, defaultHeaders: headers });
+    await waitFor(async () => (await fetch(`${openProxyUrl}/v1/models`).then((r) => r.text())).includes('m-auth-plain'));
+    for (const [client, model] of [[viaDefault, 'm-auth'], [viaDefault, 'm-auth-plain'], [viaOpen, 'm-auth'], [viaOpen, 'm-auth-plain']] as const) {
+      await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }] });
+    }
+    const posts = (u: FakeUpstream) => u.received.filter((r) => r.method === 'POST').map((r) => [r.headers.authorization, r.headers.cookie, r.headers['x-api-key']]);
+    // The keyed instance gets its own key from both proxies; the plain one gets the client's only from the proxy that forwards it.
+    expect(posts(keyed)).toEqual([[`Bearer ${KEY}`, undefined, undefined], [`Bearer ${KEY}`, 'session=client-cookie', undefined]]);
+    expect(posts(plain)).toEqual([[undefined, undefined, undefined], ['Bearer client-key', 'session=client-cookie', undefined]]);
+    // The control plane's probes carry the key too (vLLM --api-key protects /v1/*).
+    expect(await waitFor(() => keyed.received.some((r) => r.method === 'GET' && r.headers.authorization === `Bearer ${KEY}`), 15_000)).toBe(true);
+    // Never readable: admin reads, debug view, dashboard, CLI output, logs of both apps.
+    const reads = await Promise.all(['/v1/instances?include_dead=true', '/v1/instances/auth-keyed', '/debug/instance_loads?include_dead=true', '/dashboard', '/v1/instance/list'].map((p) => fetch(cpUrl + p).then((r) => r.text())));
+    expect(reads[1]).toContain('auth-keyed');
+    expect(reads[2]).toContain('auth-keyed');
+    for (const text of reads) expect(text).not.toContain(KEY);
+    const cliOut = (await cli(['instances', '--all', '-v'])) + (await cli(['instances', '--all', '--json']));
+    expect(cliOut).toContain('auth-keyed');
+    expect(cliOut).not.toContain(KEY);
+    for (const p of procs) expect(p.output).not.toContain(KEY);
+  });
+
+  it('answers 508 when an instance URL points back at a proxy: the request passes the forward path twice, not 64 times', async () => {
+    await register('loop-self', proxyUrl, ['m-loop']);
+    await waitFor(async () => (await fetch(`${proxyUrl}/v1/models`).then((r) => r.text())).includes('m-loop'));
+    const res = await fetch(`${proxyUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': 'loop-check-1' }, body: JSON.stringify({ model: 'm-loop', messages: [] }) });
+    expect(res.status).toBe(508);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('loop_detected');
+    // One access log line per pass through the forward path; the request id travels upstream, so both passes carry it.
+    const passes = () => procs[1].output.split('\n').filter((l) => l.includes('"msg":"request"') && l.includes('"request_id":"loop-check-1"'));
+    await waitFor(() => passes().length >= 2);
+    expect(passes().map((l) => (JSON.parse(l) as { status: number }).status)).toEqual([508, 508]);
+    beating.delete('loop-self');
+    await fetch(`${cpUrl}/v1/instances/loop-self`, { method: 'DELETE' });
+  });
+
+  it('sends a rerank only to the instance listing /v1/rerank, and an audio transcription through the official client', async () => {
+    const chatOnly = await good('chat-only');
+    const reranker = await upstream((req, res) => answerJson(res, 200, req.url === '/v1/audio/transcriptions' ? { text: 'transcribed' } : { results: [{ index: 0, relevance_score: 0.9 }] }));
+    await register('ep-chat', chatOnly.url, ['m-ep']);
+    const res = await fetch(`${cpUrl}/v1/instances`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'ep-rerank', url: reranker.url, models: ['m-ep'], endpoints: ['/v1/rerank', '/v1/audio/transcriptions'] }) });
+    expect(res.ok).toBe(true);
+    beating.add('ep-rerank');
+    await waitFor(async () => (await fetch(`${proxyUrl}/v1/models`).then((r) => r.text())).includes('m-ep'));
+    await waitFor(async () => (await post('m-ep')).status === 200);
+    for (let i = 0; i < 6; i++) {
+      const r = await fetch(`${proxyUrl}/v1/rerank`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm-ep', query: 'q', documents: ['a'] }) });
+      expect(r.status).toBe(200);
+    }
+    expect(chatOnly.received.filter((r) => r.path === '/v1/rerank')).toHaveLength(0);
+    expect(reranker.received.filter((r) => r.path === '/v1/rerank')).toHaveLength(6);
+    const text = await client.audio.transcriptions.create({ model: 'm-ep', file: await toFile(Buffer.from('RIFF0000WAVEfmt '), 'a.wav', { type: 'audio/wav' }) });
+    expect(text.text).toBe('transcribed');
+    const none = await fetch(`${proxyUrl}/v1/score`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm-ep', text_1: 'a', text_2: 'b' }) });
+    expect(none.status).toBe(404);
+    expect(((await none.json()) as { error: { message: string } }).error.message).toContain('/v1/score');
+  });
+
+  it("retrieves a model with the official client, 404s an unknown one, and lists the vLLM engine's max_model_len", async () => {
+    const engine = await startFakeEngine('vllm', { model: 'org/vllm-model' });
+    try {
+      const res = await fetch(`${cpUrl}/v1/instances`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ instance_id: 'vllm-1', url: engine.url, models: ['org/vllm-model'], probe_now: true }) });
+      expect(res.status).toBe(200);
+      await waitFor(async () => (await fetch(`${proxyUrl}/v1/models`).then((r) => r.text())).includes('org/vllm-model'));
+      expect(await client.models.retrieve('org/vllm-model')).toEqual({ id: 'org/vllm-model', object: 'model', created: 0, owned_by: 'vllm', max_model_len: 8192 });
+      const list = await client.models.list();
+      expect(list.data.find((m) => m.id === 'org/vllm-model')).toMatchObject({ max_model_len: 8192, owned_by: 'vllm' });
+      await expect(client.models.retrieve('no-such-model')).rejects.toBeInstanceOf(NotFoundError);
+    } finally {
+      await fetch(`${cpUrl}/v1/instances/vllm-1`, { method: 'DELETE' });
+      await engine.close();
+    }
+  });
+
+  it('answers a CORS preflight from an allowed origin with 204 and refuses another, taking no slot', async () => {
+    const forwardedBefore = await metricAt(openProxyUrl, 'switchyard_proxy_requests_total{route="/v1/chat/completions",method="POST"');
+    const ok = await fetch(`${openProxyUrl}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get('access-control-allow-origin')).toBe(ORIGIN);
+    expect(ok.headers.get('access-control-allow-methods')).toContain('POST');
+    const refused = await fetch(`${openProxyUrl}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST' } });
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+    expect((await fetch(`${proxyUrl}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: ORIGIN } })).status).toBe(404);
+    expect(await metricAt(openProxyUrl, 'switchyard_proxy_requests_total{route="/v1/chat/completions",method="POST"')).toBe(forwardedBefore);
+  });
+});
+
+async function metricAt(url: string, prefix: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) if (line.startsWith(prefix)) sum += Number(line.split(' ').pop());
+  return sum;
+}

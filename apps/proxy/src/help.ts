@@ -33,6 +33,8 @@ export const proxyHelp = (): ServerHelp => ({
     { name: 'DRAIN_TIMEOUT_S', meaning: 'how long a drain waits for open exchanges before ending them' },
     { name: 'TERMINATION_GRACE_S', meaning: "the orchestrator's grace period; start-up warns when settle + drain does not fit" },
     { name: 'API_KEYS', meaning: "required: every forwarded request needs a client API key (Authorization: Bearer or x-api-key), with its models and rpm/tpm limits shared by all proxies; off (default): none" },
+    { name: 'FORWARD_CLIENT_AUTH', meaning: "true: the client's Authorization and Cookie reach instances (and instances' Set-Cookie reach clients); an instance's own api_key still replaces Authorization" },
+    { name: 'CORS_ORIGINS', meaning: "browser origins allowed (comma-separated scheme://host[:port], or *); empty: no CORS headers, preflights 404" },
     { name: 'SWITCHYARD_CONFIG', meaning: 'config file path (or --config FILE)' },
   ],
 });

@@ -31,6 +31,9 @@ describe('parseInvocation', () => {
       probe: true,
     });
     expect(parse(['register', 'http://10.0.0.1:8000', '-m', 'a', '--no-probe']).command).toMatchObject({ name: 'register', probe: false });
+    expect(parse(['register', 'http://10.0.0.1:8000', '-m', 'a', '--api-key', 'sk-1']).command).toMatchObject({ apiKey: 'sk-1' });
+    expect(parseInvocation(['register', 'http://10.0.0.1:8000', '-m', 'a', '--api-key-env', 'ENGINE_KEY'], { ENGINE_KEY: 'sk-2' }).command).toMatchObject({ apiKey: 'sk-2' });
+    expect(() => parseInvocation(['register', 'http://10.0.0.1:8000', '-m', 'a', '--api-key-env', 'NOPE'], {})).toThrow('NOPE is not set');
     expect(parse(['unregister', 'gpu-1']).command).toEqual({ name: 'unregister', id: 'gpu-1' });
     expect(parse(['--help']).command).toEqual({ name: 'help' });
     expect(parse(['register', '--help']).command).toEqual({ name: 'help', topic: 'register' });

@@ -18,7 +18,7 @@ export type Command =
   | { name: 'status'; json: boolean }
   | { name: 'instances'; all: boolean; json: boolean; verbose: boolean }
   | { name: 'watch'; all: boolean; verbose: boolean; intervalS: number }
-  | { name: 'register'; url: string; models: string[]; id?: string; maxInflight?: number; weight?: number; probe: boolean }
+  | { name: 'register'; url: string; models: string[]; id?: string; maxInflight?: number; weight?: number; probe: boolean; apiKey?: string }
   | { name: 'unregister'; id: string }
   | { name: 'keys'; action: 'list'; json: boolean }
   | { name: 'keys'; action: 'create'; keyName: string; models: string[]; rpm?: number; tpm?: number; json: boolean }
@@ -46,6 +46,8 @@ const OPTIONS = {
   'no-probe': { type: 'boolean' },
   rpm: { type: 'string' },
   tpm: { type: 'string' },
+  'api-key': { type: 'string' },
+  'api-key-env': { type: 'string' },
 } as const;
 
 type OptionName = keyof typeof OPTIONS;
@@ -57,7 +59,7 @@ const COMMAND_OPTIONS: Record<CommandName, OptionName[]> = {
   status: ['json'],
   instances: ['all', 'json', 'verbose'],
   watch: ['all', 'verbose', 'interval'],
-  register: ['model', 'id', 'max-inflight', 'weight', 'no-probe'],
+  register: ['model', 'id', 'max-inflight', 'weight', 'no-probe', 'api-key', 'api-key-env'],
   unregister: [],
   keys: ['json', 'model', 'rpm', 'tpm'],
 };
@@ -113,10 +115,10 @@ export function parseInvocation(argv: readonly string[], env: NodeJS.ProcessEnv)
   if (rest.length < wanted.length) throw new CliError(`'${name}' needs ${wanted.slice(rest.length).join(' ')} (see switchyard ${name} --help)`);
   if (rest.length > wanted.length) throw new CliError(`unexpected argument '${rest[wanted.length]}' (see switchyard ${name} --help)`);
 
-  return { connection: connection(values, env), command: command(name, rest, values) };
+  return { connection: connection(values, env), command: command(name, rest, values, env) };
 }
 
-function command(name: CommandName, args: string[], values: Partial<Record<OptionName, string | boolean | string[]>>): Command {
+function command(name: CommandName, args: string[], values: Partial<Record<OptionName, string | boolean | string[]>>, env: NodeJS.ProcessEnv): Command {
   switch (name) {
     case 'status':
       return { name, json: values.json === true };
@@ -135,7 +137,11 @@ function command(name: CommandName, args: string[], values: Partial<Record<Optio
       if (maxInflight !== undefined && (!Number.isInteger(maxInflight) || maxInflight < 1)) throw new CliError('--max-inflight must be a whole number of at least 1');
       const weight = values.weight === undefined ? undefined : number('--weight', values.weight as string);
       if (weight !== undefined && weight <= 0) throw new CliError('--weight must be greater than 0');
-      return { name, url, models, id: values.id as string | undefined, maxInflight, weight, probe: values['no-probe'] !== true };
+      if (values['api-key'] !== undefined && values['api-key-env'] !== undefined) throw new CliError('give --api-key or --api-key-env, not both');
+      const keyEnv = values['api-key-env'] as string | undefined;
+      const apiKey = keyEnv === undefined ? (values['api-key'] as string | undefined) : env[keyEnv];
+      if (keyEnv !== undefined && !apiKey) throw new CliError(`--api-key-env: the environment variable ${keyEnv} is not set`);
+      return { name, url, models, id: values.id as string | undefined, maxInflight, weight, probe: values['no-probe'] !== true, ...(apiKey !== undefined ? { apiKey } : {}) };
     }
     case 'unregister':
       return { name, id: args[0] };
@@ -197,7 +203,7 @@ Commands:
                              one row per instance: models, alive, in flight, qps_1m, gpu_util, last seen
   watch [--interval S] [--all] [-v]
                              the instances view, refreshed in place until Ctrl-C
-  register URL --model M [--model M2] [--id ID] [--max-inflight N] [--weight W] [--no-probe]
+  register URL --model M [--model M2] [--id ID] [--max-inflight N] [--weight W] [--api-key KEY] [--no-probe]
                              add an instance (or update it; its live in-flight count is kept)
   unregister ID              remove an instance
   keys list|create|revoke    client API keys: list (limits, usage this minute), create NAME, revoke ID
@@ -229,7 +235,7 @@ The instances view, redrawn in place every S seconds (default ${DEFAULT_WATCH_IN
   -a, --all          include expired instances
   -v, --verbose      the wide view of 'instances -v'
 `,
-  register: `Usage: switchyard register URL --model M [--model M2 …] [--id ID] [--max-inflight N] [--weight W] [--no-probe]
+  register: `Usage: switchyard register URL --model M [--model M2 …] [--id ID] [--max-inflight N] [--weight W] [--api-key KEY | --api-key-env NAME] [--no-probe]
 
 Registers the model server at URL (POST /v1/instances). Re-registering keeps its live in-flight count.
 The control plane first probes URL (GET /health, or /v1/models) and checks that /v1/models lists every
@@ -239,6 +245,9 @@ the instance stays alive while probes (or its own heartbeats) succeed within the
   --id ID              instance id (default hp_HOST:PORT)
   --max-inflight N     never more than N requests at once
   --weight W           relative capacity (default 1)
+  --api-key KEY        the engine's own key (vLLM --api-key): proxies and probes send it as Bearer; it is
+                       never shown again (write-only). A key on the command line is visible to ps: prefer
+  --api-key-env NAME   read that key from the environment variable NAME
   --no-probe           register without probing the URL first (an engine that is still starting)
 `,
   unregister: `Usage: switchyard unregister ID

@@ -55,6 +55,7 @@ async function run(command: Command, client: ControlPlaneClient, io: CliIo): Pro
       if (command.id !== undefined) body.instance_id = command.id;
       if (command.maxInflight !== undefined) body.max_inflight = command.maxInflight;
       if (command.weight !== undefined) body.weight = command.weight;
+      if (command.apiKey !== undefined) body.api_key = command.apiKey;
       const res = await client.register(body);
       out(`registered ${res.instance_id} (probed by the control plane; not alive after ${res.ttl_s} s without a successful probe or heartbeat)\n`);
       return;

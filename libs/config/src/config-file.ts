@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, YAMLMap, Node as YamlNode } from 'yaml';
-import { apiKeyNameSchema, instanceIdSchema, instanceUrlSchema, modelNameSchema } from '@switchyard/contracts';
+import { apiKeyNameSchema, instanceApiKeySchema, instanceIdSchema, instanceUrlSchema, modelNameSchema } from '@switchyard/contracts';
 import { z, ZodEffects, ZodObject, ZodRawShape, ZodType, ZodTypeDef } from 'zod';
 
 /** The sections of a Switchyard config file; each server reads its own (npm start reads both). */
@@ -17,6 +17,8 @@ export const declaredInstanceSchema = z
     id: instanceIdSchema.optional(),
     weight: z.number().positive().max(1000).optional(),
     max_inflight: z.number().int().min(1).max(1_000_000).optional(),
+    /** The engine's own key (vLLM --api-key): sent by proxies and probes, never shown or logged. */
+    api_key: instanceApiKeySchema.optional(),
   })
   .strict();
 export type DeclaredInstance = z.infer<typeof declaredInstanceSchema>;
@@ -113,7 +115,7 @@ export function readConfigFile(file: string): ConfigFile {
 
 function readInstances(node: YamlNode | null, lineOf: (n: YamlNode | null | undefined) => number, fail: (line: number, where: string, message: string) => never): DeclaredInstance[] {
   if (node === null) return [];
-  if (!isSeq(node)) return fail(lineOf(node), 'instances', 'must be a list of {url, models, id, weight, max_inflight}');
+  if (!isSeq(node)) return fail(lineOf(node), 'instances', 'must be a list of {url, models, id, weight, max_inflight, api_key}');
   return node.items.map((item, i) => {
     const r = declaredInstanceSchema.safeParse((item as YamlNode & { toJSON(): unknown }).toJSON());
     if (r.success) return r.data;
@@ -124,7 +126,7 @@ function readInstances(node: YamlNode | null, lineOf: (n: YamlNode | null | unde
     const unknown = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
     const unknownNode = isMap(item) && unknown ? (item.items.find((p) => isScalar(p.key) && p.key.value === unknown)?.key as YamlNode | undefined) : undefined;
     const where = `instances[${i}]${unknown ? `.${unknown}` : issue.path.length ? `.${issue.path.join('.')}` : ''}`;
-    return fail(lineOf(unknownNode ?? keyNode ?? (item as YamlNode)), where, unknown ? 'unknown key; valid: url, models, id, weight, max_inflight' : issue.message);
+    return fail(lineOf(unknownNode ?? keyNode ?? (item as YamlNode)), where, unknown ? 'unknown key; valid: url, models, id, weight, max_inflight, api_key' : issue.message);
   });
 }
 

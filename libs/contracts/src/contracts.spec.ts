@@ -1,4 +1,4 @@
-import { formatZodError, heartbeatIntervalS, heartbeatSchema, instanceRegistrationSchema, toInstanceRecord, INFLIGHT_REJECTED_MESSAGE } from './index';
+import { formatZodError, heartbeatIntervalS, heartbeatSchema, instanceRegistrationSchema, publicRecord, toInstanceRecord, toInstanceView, UNKNOWN_ENGINE, INFLIGHT_REJECTED_MESSAGE } from './index';
 
 describe('instance registration schema', () => {
   it('applies defaults and derives the id from host and port', () => {
@@ -102,5 +102,18 @@ describe('heartbeat schema', () => {
     expect(heartbeatIntervalS(60)).toBe(10);
     expect(heartbeatIntervalS(9)).toBe(3);
     expect(heartbeatIntervalS(2)).toBe(1);
+  });
+});
+
+describe('instance api_key', () => {
+  it('is kept in the record, never in the view or a public record, and must be header-safe (the message never echoes it)', () => {
+    const rec = toInstanceRecord(instanceRegistrationSchema.parse({ url: 'http://h:1', models: ['m'], api_key: 'sk-secret' }), 30, 0);
+    expect(rec.api_key).toBe('sk-secret');
+    const state = { ...rec, last_seen_at: 0, is_alive: true, load: { inflight: 0, qps_1m: null, gpu_util: null }, inflight_by_proxy: {}, engine: UNKNOWN_ENGINE, saturated: false };
+    expect(JSON.stringify(toInstanceView(state))).not.toContain('sk-secret');
+    expect(JSON.stringify(publicRecord(rec))).not.toContain('sk-secret');
+    const bad = instanceRegistrationSchema.safeParse({ url: 'http://h:1', models: ['m'], api_key: 'sk secret\r\nx: y' });
+    expect(bad.success).toBe(false);
+    expect(formatZodError(bad.error!)).toBe('api_key: must be printable ASCII without spaces');
   });
 });

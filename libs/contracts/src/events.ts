@@ -12,3 +12,8 @@ export interface RegistrySnapshot {
   generated_at: number;
   instances: InstanceRecord[];
 }
+
+/** The snapshot as published: records without api_key (publicRecord); `has_api_key` tells a proxy to pull the key from the store. */
+export interface RegistrySnapshotEvent extends Omit<RegistrySnapshot, 'instances'> {
+  instances: (Omit<InstanceRecord, 'api_key'> & { has_api_key?: boolean })[];
+}

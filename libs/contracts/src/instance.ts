@@ -70,6 +70,12 @@ export const instanceUrlSchema = z
     if (value.includes('?') || value.includes('#')) return fail('must not have a query or a fragment: the proxy appends the API path to it');
   });
 
+/**
+ * The instance's own upstream key (vLLM `--api-key`), sent by proxies and probes as `Authorization: Bearer`.
+ * Write-only: stored with the record, never in a view, an event or a log line. Header-safe characters only.
+ */
+export const instanceApiKeySchema = z.string().min(1, 'must not be empty').max(1024).regex(/^[\x21-\x7E]+$/, 'must be printable ASCII without spaces');
+
 const ENDPOINT_PATTERN = /^(\/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$/;
 
 /** The routes an instance serves: plain paths, each once. */
@@ -100,6 +106,7 @@ export const instanceRegistrationSchema = z
     /** Probe the URL once before answering: 422 when it cannot be reached or does not list the models. */
     probe_now: z.boolean().optional(),
     pool: z.string().regex(/^[A-Za-z0-9_.\-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . -').optional(),
+    api_key: instanceApiKeySchema.optional(),
   })
   .strict()
   .superRefine((value, ctx) => {
@@ -139,6 +146,25 @@ export interface InstanceRecord {
   registered_at: number;
   /** Routing pool (one hash slot of a Redis Cluster); absent means 'default'. A model lives in one pool. */
   pool?: string;
+  /** Write-only upstream key (see instanceApiKeySchema); publicRecord() drops it. */
+  api_key?: string;
+  /** What the engine's /v1/models says of each model, read by the control plane; absent until read. */
+  model_info?: Record<string, ModelInfo>;
+  /** When model_info was read (ms since epoch). */
+  model_info_at?: number;
+}
+
+/** Per-model facts an engine reports at /v1/models (vLLM: max_model_len, owned_by); null when it does not say. */
+export interface ModelInfo {
+  max_model_len: number | null;
+  owned_by: string | null;
+}
+
+/** A record as it may leave the store's readers (registry events, any view): without the instance's api_key. */
+export function publicRecord<T extends InstanceRecord>(record: T): Omit<T, 'api_key'> {
+  if (record.api_key === undefined) return record;
+  const { api_key: _k, ...rest } = record;
+  return rest;
 }
 
 /** Load as measured: 0 means measured zero; null means unknown. */
@@ -219,6 +245,7 @@ export function toInstanceRecord(reg: ParsedInstanceRegistration, ttlS: number, 
     ttl_s: ttlS,
     registered_at: now,
     ...(reg.pool !== undefined ? { pool: reg.pool } : {}),
+    ...(reg.api_key !== undefined ? { api_key: reg.api_key } : {}),
   };
 }
 

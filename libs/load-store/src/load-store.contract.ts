@@ -1,4 +1,4 @@
-import { EngineSignals, InstanceRecord, InstanceStats, TTFT_BUCKETS_MS, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceStats, recordOf, TTFT_BUCKETS_MS, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import type { LoadStore } from './load-store';
 
 type NewRecord = Omit<InstanceRecord, 'registered_at'>;
@@ -724,6 +724,25 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       ]);
       expect((await store.fleet()).instances.map((i) => i.instance_id)).toEqual(['a {1}:%', 'b}{', 'c ü']);
       expect(await store.acquire({ proxyId, model: 'm {x}', strategy: 'least_load' })).toEqual({ kind: 'unknown_model' });
+    });
+
+    it('stores model info only into the record as read: a re-registration or removal in between wins; counts and selection untouched', async () => {
+      await store.register(record('a', { api_key: 'sk-a', meta: { zone: 'x' } }));
+      await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' });
+      const read = recordOf((await store.getInstance('a'))!);
+      const { registered_at: _r, ...asRead } = read;
+      const v0 = (await store.snapshot()).version;
+      const mi = { m: { max_model_len: 4096, owned_by: 'vllm' } };
+      expect(await store.updateModelInfo(asRead, mi, 123)).toBe(true);
+      const after = (await store.getInstance('a'))!;
+      expect([after.model_info, after.model_info_at, after.api_key, after.load.inflight]).toEqual([mi, 123, 'sk-a', 1]);
+      expect((await store.snapshot()).version).toBeGreaterThan(v0);
+      expect((await store.acquire({ proxyId: 'p1', model: 'm', strategy: 'least_load' })).kind).toBe('acquired');
+      // The record as first read is stale now: a second writer with it changes nothing.
+      expect(await store.updateModelInfo(asRead, {}, 456)).toBe(false);
+      await store.remove('a');
+      expect(await store.updateModelInfo(asRead, mi, 789)).toBe(false);
+      expect(await store.getInstance('a')).toBeNull();
     });
 
     it('versions the registry snapshot on every change', async () => {

@@ -1,4 +1,4 @@
-import type { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
+import type { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ModelInfo, ProxyInfo, ProxyState, RegistrySnapshot } from '@switchyard/contracts';
 import type { Strategy } from '@switchyard/routing';
 
 /** How long a lease must stay expired, seen by two sweeps, before it is reaped: longer than a proxy's renewal interval (1 s) plus its command timeout. */
@@ -130,6 +130,13 @@ export interface LoadStore {
    * False when the instance is unknown. Never touches in-flight or liveness.
    */
   reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean>;
+  /**
+   * Stores what the engine's /v1/models says per model into the instance's record, only if the
+   * record is still exactly `record` (as read): a registration or removal in between wins, and
+   * nothing else (selection sets, counts, liveness) is touched. Bumps the registry version so
+   * proxies re-read it. False when the record changed or is gone.
+   */
+  updateModelInfo(record: Omit<InstanceRecord, 'registered_at'>, info: Record<string, ModelInfo>, at: number): Promise<boolean>;
   /** Takes an instance out of selection at once (failed probes); the next heartbeat or successful probe revives it. */
   markDown(instanceId: string): Promise<MarkDownResult>;
   /** Ids whose ttl lapsed since the last sweep, each reported once (markDown ones are not: they were reported then). */

@@ -1,4 +1,4 @@
-import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ModelInfo, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import { Candidate, pick } from '@switchyard/routing';
 import {
   AcquireRequest,
@@ -157,6 +157,16 @@ export class MemoryLoadStore implements LoadStore {
 
   async listInstances(): Promise<InstanceState[]> {
     return this.instancesAt(this.now());
+  }
+
+  async updateModelInfo(record: Omit<InstanceRecord, 'registered_at'>, info: Record<string, ModelInfo>, at: number): Promise<boolean> {
+    const entry = this.instances.get(record.instance_id);
+    if (!entry) return false;
+    const { registered_at, ...current } = entry.record;
+    if (JSON.stringify(current) !== JSON.stringify(record)) return false;
+    entry.record = { ...current, model_info: info, model_info_at: at, registered_at };
+    this.version += 1;
+    return true;
   }
 
   async snapshot(): Promise<RegistrySnapshot> {

@@ -1,5 +1,5 @@
 import Redis, { Cluster } from 'ioredis';
-import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ModelInfo, ProxyInfo, ProxyState, RegistrySnapshot, sumInstanceStats } from '@switchyard/contracts';
 import type {
   AcquireRequest,
   AcquireResult,
@@ -132,6 +132,10 @@ export class PooledLoadStore implements LoadStore {
 
   async reportEngine(instanceId: string, signals: EngineSignals, saturated: boolean): Promise<boolean> {
     return (await this.poolOfInstance(instanceId))?.reportEngine(instanceId, signals, saturated) ?? false;
+  }
+
+  async updateModelInfo(record: Omit<InstanceRecord, 'registered_at'>, info: Record<string, ModelInfo>, at: number): Promise<boolean> {
+    return (await this.poolOfInstance(record.instance_id))?.updateModelInfo(record, info, at) ?? false;
   }
 
   async markDown(instanceId: string): Promise<MarkDownResult> {

@@ -1,5 +1,5 @@
 import Redis, { Cluster, RedisOptions } from 'ioredis';
-import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ProxyInfo, ProxyState, RegistrySnapshot, recordOf, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
+import { EngineSignals, InstanceRecord, InstanceState, InstanceStats, ModelInfo, ProxyInfo, ProxyState, recordOf, RegistrySnapshot, sumInstanceStats, UNKNOWN_ENGINE } from '@switchyard/contracts';
 import {
   AcquireRequest,
   AcquireResult,
@@ -47,6 +47,7 @@ type ScriptName =
   | 'syHeartbeat'
   | 'syReportEngine'
   | 'syMarkDown'
+  | 'syUpdateRecord'
   | 'sySweepLiveness'
   | 'syClaimControlPlane'
   | 'syRemove'
@@ -68,6 +69,7 @@ const SCRIPTS: Record<ScriptName, string> = {
   syHeartbeat: scripts.HEARTBEAT,
   syReportEngine: scripts.REPORT_ENGINE,
   syMarkDown: scripts.MARK_DOWN,
+  syUpdateRecord: scripts.UPDATE_RECORD,
   sySweepLiveness: scripts.SWEEP_LIVENESS,
   syClaimControlPlane: scripts.CLAIM_CONTROL_PLANE,
   syRemove: scripts.REMOVE,
@@ -234,6 +236,12 @@ export class RedisLoadStore implements LoadStore {
   /** Writes the control plane's lease whoever holds it: a pooled store's leader mirrors its claim into every pool. */
   async writeControlPlane(replicaId: string, ttlMs: number, renewMs: number): Promise<void> {
     await this.run('syClaimControlPlane', replicaId, Math.round(ttlMs), Math.round(renewMs), 1);
+  }
+
+  async updateModelInfo(record: Omit<InstanceRecord, 'registered_at'>, info: Record<string, ModelInfo>, at: number): Promise<boolean> {
+    // The record is stored as JSON.stringify gave it, and a parse-stringify round trip gives the same text back.
+    const next = { ...record, model_info: info, model_info_at: at };
+    return (await this.run('syUpdateRecord', record.instance_id, JSON.stringify(record), JSON.stringify(next))) === 1;
   }
 
   async remove(instanceId: string): Promise<boolean> {

@@ -236,6 +236,15 @@ place(p, id, h, old, desired(p, id, h, n, judged_at(p, now_ms())))
 return 1
 `;
 
+/** ARGV: prefix, id, expected record JSON, new record JSON. Replaces the record only if it is still the expected one; returns 1 then, else 0. */
+export const UPDATE_RECORD = `
+local p, id = ARGV[1], ARGV[2]
+if redis.call('HGET', p .. 'rec', id) ~= ARGV[3] then return 0 end
+redis.call('HSET', p .. 'rec', id, ARGV[4])
+redis.call('INCR', p .. 'ver')
+return 1
+`;
+
 /** ARGV: prefix, id. Out of selection at once. Returns 0 when unknown, 1 when it was alive, 2 when it was not. */
 export const MARK_DOWN = `${NOW}${INDEX}
 local p, id = ARGV[1], ARGV[2]

@@ -45,7 +45,7 @@ describe('AdmissionQueue with affinity', () => {
       },
     });
     const signal = new ExchangeSignal();
-    const sticky = queue.wait('m', signal, { key: 'r:1', mode: 'hard', ttlMs: 1000 });
+    const sticky = queue.wait('m', signal, [], { key: 'r:1', mode: 'hard', ttlMs: 1000 });
     const plain = queue.wait('m', signal);
     await new Promise((r) => setTimeout(r, 20));
     expect(queue.length).toBe(2);

@@ -7,6 +7,8 @@ export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: '
 interface Waiter {
   model: string;
   affinity?: Affinity;
+  /** Instances this request must not get (they do not serve its route). */
+  exclude: readonly string[];
   settle: (outcome: QueueOutcome) => void;
 }
 
@@ -47,14 +49,15 @@ export class AdmissionQueue {
     return (this.queues.get(model)?.length ?? 0) > 0;
   }
 
-  /** Waits for a slot (on its bound instance, for a hard affinity); `signal` aborts when the client leaves. */
-  wait(model: string, signal: ExchangeSignal, affinity?: Affinity): Promise<QueueOutcome> {
+  /** Waits for a slot, never on an instance in `exclude`, on its bound instance for a hard affinity; `signal` aborts when the client leaves. */
+  wait(model: string, signal: ExchangeSignal, exclude: readonly string[] = [], affinity?: Affinity): Promise<QueueOutcome> {
     if (this.size >= this.options.max) return Promise.resolve({ kind: 'queue_full' });
     return new Promise((resolve) => {
       let timer: NodeJS.Timeout | undefined = undefined;
       const waiter: Waiter = {
         model,
         affinity,
+        exclude,
         settle: (outcome) => {
           clearTimeout(timer);
           signal.off('abort', onAbort);
@@ -105,14 +108,14 @@ export class AdmissionQueue {
       for (let head = this.queues.get(model)?.[0]; head; head = this.queues.get(model)?.[0]) {
         let result: SlotResult;
         try {
-          result = await this.options.slots.acquire(model, undefined, head.affinity);
+          result = await this.options.slots.acquire(model, head.exclude, head.affinity);
         } catch {
           return;
         }
         // Full for the head: first come, first served, so the others wait behind it.
         if (result.kind === 'all_full') break;
         if (this.queues.get(model)?.[0] !== head) {
-          // The head left while we acquired for it; another may want a different instance.
+          // The head left while we acquired for it; the next one may want other instances.
           if (result.kind === 'acquired') result.slot.release();
           continue;
         }

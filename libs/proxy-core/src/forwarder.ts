@@ -8,12 +8,14 @@ import type { Affinity } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
 import { affinityOf, bindStreamed, bindWhole, RESPONSES_ROUTE } from './affinity';
 import type { Exchange, Slot } from './exchange';
+import { cameThroughSwitchyard, requestHeadersToDrop, responseHeadersToDrop, viaUpstream } from './headers';
 import { KeyGate } from './keys';
 import type { ProxyRuntime } from './proxy-runtime';
+import { modelOf } from './routes';
 import { askForUsage, SseTap, UsageStripper, usageOfBody } from './sse-tap';
 
-/** OpenAI routes forwarded to instances. */
-export const FORWARDED_ROUTES = new Set(['/v1/chat/completions', '/v1/completions', '/v1/embeddings', RESPONSES_ROUTE]);
+export { FORWARDED_ROUTES } from './routes';
+const NO_EXCLUDE: readonly string[] = [];
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus what undici sets itself; headers named in `Connection:` are dropped too. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
 /** Errors that mean the instance could not be reached at all: retried elsewhere, and the instance cools down. */
@@ -36,14 +38,14 @@ function sseError(message: string): Buffer {
   return Buffer.from(`data: ${JSON.stringify(errorBody(message, 'server_error', 'upstream_error'))}\n\n`);
 }
 
-/** Headers to pass on: not hop-by-hop, and not named in this message's own `Connection:` header. */
-function endToEnd(headers: Record<string, string | string[] | undefined>, keepLength: boolean): Record<string, string | string[]> {
+/** Headers to pass on: not hop-by-hop, not named in this message's own `Connection:` header, and not in `withheld` (see headers.ts). */
+function endToEnd(headers: Record<string, string | string[] | undefined>, keepLength: boolean, withheld?: ReadonlySet<string>): Record<string, string | string[]> {
   const named = headers.connection;
   const drop = typeof named === 'string' && named !== 'keep-alive' && named !== 'close' ? new Set(named.toLowerCase().split(',').map((s) => s.trim())) : undefined;
   const out: Record<string, string | string[]> = {};
   for (const k in headers) {
     const v = headers[k];
-    if (v === undefined || (HOP_BY_HOP.has(k) && !(keepLength && k === 'content-length')) || drop?.has(k)) continue;
+    if (v === undefined || (HOP_BY_HOP.has(k) && !(keepLength && k === 'content-length')) || drop?.has(k) || withheld?.has(k)) continue;
     out[k] = v;
   }
   return out;
@@ -110,9 +112,13 @@ export class Forwarder {
   private readonly affinityTtlMs: number;
   /** API_KEYS=required; with it off, no per-request work at all. */
   private readonly keys?: KeyGate;
+  private readonly requestWithheld: ReadonlySet<string>;
+  private readonly responseWithheld?: ReadonlySet<string>;
 
   constructor(private readonly rt: ProxyRuntime) {
     if (rt.config.API_KEYS === 'required') this.keys = new KeyGate(keyStoreFor(rt.store), { logger: rt.logger, onStoreError: () => rt.metrics.storeErrors.inc() });
+    this.requestWithheld = requestHeadersToDrop(rt.config.FORWARD_CLIENT_AUTH);
+    this.responseWithheld = responseHeadersToDrop(rt.config.FORWARD_CLIENT_AUTH);
     // No per-instance connection cap: max_inflight and the admission queue are the limits, visibly.
     this.affinityTtlMs = rt.config.AFFINITY_TTL_S * 1000;
     this.agent = new Agent({ keepAliveTimeout: 30_000, headersTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000, bodyTimeout: rt.config.UPSTREAM_TIMEOUT_S * 1000 });
@@ -166,22 +172,22 @@ export class Forwarder {
     if (body === 'aborted') return;
     if (body === 'too_large') return sendError(res, 413, errorBody(`body: larger than MAX_BODY_BYTES (${config.MAX_BODY_BYTES} bytes)`, 'invalid_request_error', 'body_too_large'), { connection: 'close' });
     if (body === 'timeout') return sendError(res, 408, errorBody(`body: not received within REQUEST_BODY_TIMEOUT_S (${config.REQUEST_BODY_TIMEOUT_S} s)`, 'invalid_request_error', 'body_timeout'), { connection: 'close' });
-    let parsed: Record<string, unknown> | null;
-    try {
-      parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown> | null;
-    } catch {
-      return sendError(res, 400, errorBody('body: not valid JSON', 'invalid_request_error', 'invalid_json'));
-    }
-    const model = parsed?.model;
-    if (typeof model !== 'string' || !model) return sendError(res, 400, errorBody('model: required, a non-empty string', 'invalid_request_error', 'invalid_field', 'model'));
+    // A request that already passed a Switchyard proxy (an instance URL pointing back at one) stops here, before any instance.
+    if (cameThroughSwitchyard(req.headers.via)) return sendError(res, 508, errorBody('loop detected: this request already passed a Switchyard proxy (via header); an instance URL points back at a proxy', 'server_error', 'loop_detected'));
+    const read = modelOf(route, req.headers['content-type'], body);
+    if (!('model' in read)) return sendError(res, read.status, read.error);
+    const { model, parsed } = read;
     ex.model = model;
+    const routeExclusion = this.rt.registry.routeExclusion(model, route);
+    if (routeExclusion?.none) return sendError(res, 404, errorBody(`no instance serving model '${model}' lists ${route} in its endpoints`, 'not_found_error', 'route_not_served', 'model'));
     if (this.keys) {
       const refused = await this.keys.admit(ex, route, parsed, body.length);
       if (refused) return sendError(res, refused.status, refused.body, refused.headers);
     }
     const affinity = affinityOf(route, parsed, req.headers, this.affinityTtlMs, config.SESSION_AFFINITY);
-    const headers = endToEnd(req.headers, false) as Record<string, string>;
+    const headers = endToEnd(req.headers, false, this.requestWithheld) as Record<string, string>;
     headers['x-request-id'] = requestId;
+    headers.via = viaUpstream(req.headers.via);
     this.rt.tracing?.inject(ex, headers);
     // USAGE_FROM_STREAMS: streams that did not ask for usage are sent asking, and stripped of it on the way back.
     const usagePlan = config.USAGE_FROM_STREAMS && parsed ? askForUsage(route, parsed, body) : undefined;
@@ -192,7 +198,7 @@ export class Forwarder {
     const tried: string[] = [];
     let last: Failure | undefined;
     for (let attempt = 0; ; attempt++) {
-      const admitted = await this.admit(ex, model, tried, affinity);
+      const admitted = await this.admit(ex, model, tried, routeExclusion?.exclude ?? NO_EXCLUDE, affinity);
       if (admitted.kind !== 'acquired') {
         if (admitted.kind === 'gone' || ex.ended) return;
         if (last) return this.answerFailure(res, model, last);
@@ -214,18 +220,19 @@ export class Forwarder {
   }
 
   /** The first attempt queues when every instance is full (or others wait already: first come, first served); retries never queue. */
-  private async admit(ex: Exchange, model: string, tried: string[], affinity: Affinity | undefined): Promise<QueueOutcome | { kind: 'all_full' }> {
+  private async admit(ex: Exchange, model: string, tried: string[], offRoute: readonly string[], affinity: Affinity | undefined): Promise<QueueOutcome | { kind: 'all_full' }> {
     const { queue, slots } = this.rt;
-    if (tried.length === 0 && queue.waiting(model)) return this.queued(ex, model, affinity);
-    const picked = await slots.acquire(model, tried, affinity);
-    if (picked.kind === 'all_full' && tried.length === 0) return this.queued(ex, model, affinity);
+    if (tried.length === 0 && queue.waiting(model)) return this.queued(ex, model, offRoute, affinity);
+    // Instances that do not serve this route never get it: excluded like the ones already tried.
+    const picked = await slots.acquire(model, offRoute.length ? [...offRoute, ...tried] : tried, affinity);
+    if (picked.kind === 'all_full' && tried.length === 0) return this.queued(ex, model, offRoute, affinity);
     return picked;
   }
 
-  private async queued(ex: Exchange, model: string, affinity: Affinity | undefined): Promise<QueueOutcome> {
+  private async queued(ex: Exchange, model: string, offRoute: readonly string[], affinity: Affinity | undefined): Promise<QueueOutcome> {
     const since = performance.now();
     try {
-      return await this.rt.queue.wait(model, ex.signal, affinity);
+      return await this.rt.queue.wait(model, ex.signal, offRoute, affinity);
     } finally {
       ex.queueWaitMs += performance.now() - since;
     }
@@ -236,6 +243,18 @@ export class Forwarder {
     const { res } = ex;
     const { metrics } = this.rt;
     const started = performance.now();
+    // The instance's own key replaces whatever the client sent; otherwise the client's (when forwarded) stays.
+    // The store picked an instance registered since this proxy's last pull: read it first (its key, its endpoints).
+    if (!this.rt.registry.get(slot.instanceId)) {
+      await this.rt.pullRegistry();
+      if (this.rt.registry.get(slot.instanceId)?.endpoints.includes(route) === false) {
+        ex.releaseSlot();
+        return { message: `${slot.instanceId}: does not list ${route}`, reason: 'route' };
+      }
+    }
+    const auth = this.rt.registry.get(slot.instanceId)?.authorization ?? (this.requestWithheld.has('authorization') ? undefined : ex.req.headers.authorization);
+    if (auth !== undefined) headers.authorization = auth;
+    else delete headers.authorization;
     let upstream: Dispatcher.ResponseData;
     try {
       upstream = await request(slot.url + route, { method: 'POST', headers, body, dispatcher: this.agent, signal: ex.signal });
@@ -253,13 +272,13 @@ export class Forwarder {
     if (RETRY_STATUSES.has(upstream.statusCode) && !lastTry) {
       // Nothing has reached the client yet: keep this answer in case no other instance does better.
       const status = upstream.statusCode;
-      const answer = { status, headers: endToEnd(upstream.headers, false), body: await readCapped(upstream.body).catch(() => Buffer.alloc(0)) };
+      const answer = { status, headers: endToEnd(upstream.headers, false, this.responseWithheld), body: await readCapped(upstream.body).catch(() => Buffer.alloc(0)) };
       ex.releaseSlot();
       return { message: `${slot.instanceId}: status ${status}`, reason: `status_${status}`, answer };
     }
     const sse = String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream');
     // A streamed body's length is the stream's business; a whole one keeps the upstream's content-length.
-    const out = endToEnd(upstream.headers, !sse);
+    const out = endToEnd(upstream.headers, !sse, this.responseWithheld);
     out['x-switchyard-instance'] = slot.instanceId;
     const answer = upstream.body as Readable;
     const onEnd = () => {

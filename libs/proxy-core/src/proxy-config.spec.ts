@@ -16,6 +16,15 @@ describe('loadProxyConfig', () => {
   });
 });
 
+describe('edge configuration', () => {
+  it('keeps client credentials and CORS off by default; reads origins as a list and refuses one with a path, naming the variable', () => {
+    expect(loadProxyConfig({})).toMatchObject({ FORWARD_CLIENT_AUTH: false, CORS_ORIGINS: [] });
+    expect(loadProxyConfig({ FORWARD_CLIENT_AUTH: 'true', CORS_ORIGINS: 'https://a.example, http://localhost:3000' })).toMatchObject({ FORWARD_CLIENT_AUTH: true, CORS_ORIGINS: ['https://a.example', 'http://localhost:3000'] });
+    expect(() => loadProxyConfig({ CORS_ORIGINS: 'https://a.example/app' })).toThrow(/CORS_ORIGINS: a comma-separated list of origins/);
+    expect(() => loadProxyConfig({ FORWARD_CLIENT_AUTH: 'yes' })).toThrow(/FORWARD_CLIENT_AUTH: must be true or false/);
+  });
+});
+
 describe('drain and queue configuration', () => {
   it('defaults to a 30 s drain after a 5 s settle window and a 1024-deep queue', () => {
     expect(loadProxyConfig({})).toMatchObject({ DRAIN_TIMEOUT_S: 30, DRAIN_SETTLE_S: 5, QUEUE_MAX: 1024, QUEUE_TIMEOUT_S: 30 });

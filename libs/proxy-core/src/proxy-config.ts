@@ -45,6 +45,13 @@ const schema = z.object({
   TERMINATION_GRACE_S: z.coerce.number().positive().max(86_400).optional(),
   // Client API keys (the config file's keys: list and POST /v1/keys): every forwarded request needs one; off costs nothing per request.
   API_KEYS: z.enum(['off', 'required'], { message: 'must be off or required' }).default('off'),
+  // Edge hygiene (issue 15): client credentials stay at the proxy unless asked; browsers only from listed origins.
+  FORWARD_CLIENT_AUTH: z.enum(['true', 'false'], { message: 'must be true or false' }).default('false').transform((v) => v === 'true'),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/.test(o)), { message: "a comma-separated list of origins (scheme://host[:port], no path) or '*'" }),
 })
   .superRefine((c, ctx) => {
     if (c.DRAIN_SETTLE_S >= c.DRAIN_TIMEOUT_S) ctx.addIssue({ code: z.ZodIssueCode.custom, path: ['DRAIN_SETTLE_S'], message: `must be less than DRAIN_TIMEOUT_S (${c.DRAIN_TIMEOUT_S})` });

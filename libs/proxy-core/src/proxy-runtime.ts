@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import pino, { Logger } from 'pino';
 import { logTimestamp } from '@switchyard/config';
-import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshot } from '@switchyard/contracts';
+import { makeProxyId, ProxyInfo, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshotEvent } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { AdmissionQueue } from './admission-queue';
 import { Exchanges } from './exchange';
@@ -42,6 +42,7 @@ export class ProxyRuntime {
   controlPlaneReachable = true;
   private timers: NodeJS.Timeout[] = [];
   private subscriber?: Redis;
+  private pulling?: Promise<void>;
   /** JSON logs; request bodies are never logged. */
   readonly logger: Logger;
 
@@ -150,9 +151,14 @@ export class ProxyRuntime {
     return this.slots.reconcile();
   }
 
-  async pullRegistry(): Promise<void> {
-    if (this.slots.degraded) return;
-    await this.registry.pull().catch((err) => this.slots.storeFailed(err));
+  /** One pull at a time: callers during a pull share it. */
+  pullRegistry(): Promise<void> {
+    if (this.slots.degraded) return Promise.resolve();
+    this.pulling ??= this.registry
+      .pull()
+      .catch((err) => this.slots.storeFailed(err))
+      .finally(() => (this.pulling = undefined));
+    return this.pulling;
   }
 
   private subscribe(url: string): void {
@@ -164,8 +170,10 @@ export class ProxyRuntime {
     sub.on('message', (channel: string, message: string) => {
       if (channel !== REGISTRY_SNAPSHOT_EVENT) return this.slots.capacityFreed();
       try {
-        const packet = JSON.parse(message) as { data?: RegistrySnapshot };
+        const packet = JSON.parse(message) as { data?: RegistrySnapshotEvent };
         if (packet.data && this.registry.applySnapshot(packet.data)) this.slots.capacityFreed();
+        // Keys travel only through the store: a new instance's key is read at once, not at the next resync.
+        if (this.registry.keysMissing) void this.pullRegistry();
       } catch {
         // A malformed event is dropped; the next pull corrects the snapshot.
       }

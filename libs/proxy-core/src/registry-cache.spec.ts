@@ -32,6 +32,22 @@ describe('RegistryCache', () => {
     expect(cache.models()).toEqual([]);
   });
 
+  it("keeps a pulled instance key across snapshot events (which never carry keys), and flags a key it has not pulled yet", async () => {
+    const store = new MemoryLoadStore();
+    await store.register({ ...rec('a', ['m']), api_key: 'sk-a' });
+    const cache = new RegistryCache(store);
+    await cache.pull();
+    expect(cache.get('a')?.authorization).toBe('Bearer sk-a');
+    const { api_key: _k, ...publicA } = (await store.snapshot()).instances[0];
+    expect(cache.applySnapshot({ version: 10, generated_at: 0, instances: [{ ...publicA, has_api_key: true }, { ...rec('b', ['m']), registered_at: 0, has_api_key: true }] })).toBe(true);
+    expect(cache.get('a')?.authorization).toBe('Bearer sk-a');
+    expect(cache.get('b')?.authorization).toBeUndefined();
+    expect(cache.keysMissing).toBe(true);
+    await store.register({ ...rec('b', ['m']), api_key: 'sk-b' });
+    await cache.pull();
+    expect([cache.get('b')?.authorization, cache.keysMissing]).toEqual(['Bearer sk-b', false]);
+  });
+
   it('offers candidates with this proxy’s own counts standing in for the shared ones', async () => {
     const store = new MemoryLoadStore();
     await store.register(rec('a', ['m']));

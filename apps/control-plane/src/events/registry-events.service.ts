@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit, Optional } from '@nestjs/common';
 import { ClientProxy } from '@nestjs/microservices';
-import { REGISTRY_SNAPSHOT_EVENT } from '@switchyard/contracts';
+import { publicRecord, REGISTRY_SNAPSHOT_EVENT, RegistrySnapshotEvent } from '@switchyard/contracts';
 import type { LoadStore } from '@switchyard/load-store';
 import { lastValueFrom } from 'rxjs';
 import { LOAD_STORE } from '../common/tokens';
@@ -35,7 +35,9 @@ export class RegistryEventsService implements OnModuleInit, OnApplicationShutdow
   async publish(): Promise<void> {
     if (!this.client) return;
     try {
-      const snapshot = await this.store.snapshot();
+      const read = await this.store.snapshot();
+      // Events travel on a pub/sub channel anyone with Redis access can hear: instance keys stay out; proxies pull them from the store.
+      const snapshot: RegistrySnapshotEvent = { ...read, instances: read.instances.map((r) => (r.api_key === undefined ? r : { ...publicRecord(r), has_api_key: true })) };
       await lastValueFrom(this.client.emit(REGISTRY_SNAPSHOT_EVENT, snapshot), { defaultValue: undefined });
       if (this.failing) this.logger.log('registry events flowing again');
       this.failing = false;

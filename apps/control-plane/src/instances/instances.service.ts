@@ -4,6 +4,7 @@ import {
   heartbeatIntervalS,
   Heartbeat,
   InstanceView,
+  ModelInfo,
   ParsedInstanceRegistration,
   RegistrationResponse,
   toInstanceRecord,
@@ -14,7 +15,7 @@ import type { ControlPlaneConfig } from '../config';
 import { StoreOutage } from '../common/store-outage';
 import { CONTROL_PLANE_CONFIG, LOAD_STORE } from '../common/tokens';
 import { RegistryEventsService } from '../events/registry-events.service';
-import { listModels, probeHealth } from '../liveness/probe';
+import { probeHealth, readModels } from '../liveness/probe';
 import { RegistryKeeperService } from './registry-keeper.service';
 
 export const notFound = (id: string) =>
@@ -39,7 +40,12 @@ export class InstancesService {
     if (reg.pool !== undefined && reg.pool !== DEFAULT_POOL && !this.config.REDIS_CLUSTER) {
       throw new HttpException(errorBody(`pool: '${reg.pool}' needs REDIS_CLUSTER=true (one Redis serves the one pool '${DEFAULT_POOL}')`, 'invalid_request_error', 'invalid_field', 'pool'), 400);
     }
-    if (reg.probe_now) await this.probeBeforeRegistering(record.url, record.models);
+    if (reg.probe_now) {
+      const served = await this.probeBeforeRegistering(record.url, record.models, record.api_key);
+      const info: Record<string, ModelInfo> = Object.create(null);
+      for (const m of record.models) info[m] = served[m];
+      Object.assign(record, { model_info: info, model_info_at: Date.now() });
+    }
     // A model lives in one pool: a registration that would put it in a second one changes nothing (409), and is no outage.
     const result = await this.outage.call(() => this.store.register(record).catch((err: unknown) => (err instanceof PoolConflictError ? err : Promise.reject(err))));
     if (result instanceof PoolConflictError) throw new HttpException(errorBody(result.message, 'invalid_request_error', 'pool_conflict', 'pool'), 409);
@@ -51,19 +57,20 @@ export class InstancesService {
   }
 
   /** `probe_now`: the URL must answer a probe and list every model being registered; 422 naming the reason otherwise. */
-  private async probeBeforeRegistering(url: string, models: readonly string[]): Promise<void> {
+  private async probeBeforeRegistering(url: string, models: readonly string[], apiKey: string | undefined): Promise<Record<string, ModelInfo>> {
     const unprocessable = (message: string, param: string) => new HttpException(errorBody(message, 'invalid_request_error', 'probe_failed', param), 422);
     const timeoutMs = this.config.PROBE_TIMEOUT_S * 1000;
-    const health = await probeHealth(url, timeoutMs);
+    const health = await probeHealth(url, timeoutMs, '/health', apiKey);
     if (!health.ok) throw unprocessable(`url: ${url} cannot be reached: ${health.reason}`, 'url');
-    let served: string[];
+    let served: Record<string, ModelInfo>;
     try {
-      served = await listModels(url, timeoutMs);
+      served = await readModels(url, timeoutMs, apiKey);
     } catch (err) {
       throw unprocessable(`models: cannot read the models served at ${url}: ${(err as Error).message}`, 'models');
     }
-    const missing = models.filter((m) => !served.includes(m));
-    if (missing.length) throw unprocessable(`models: ${missing.join(', ')} not listed by ${url}/v1/models (it lists: ${served.join(', ') || 'nothing'})`, 'models');
+    const missing = models.filter((m) => !Object.hasOwn(served, m));
+    if (missing.length) throw unprocessable(`models: ${missing.join(', ')} not listed by ${url}/v1/models (it lists: ${Object.keys(served).join(', ') || 'nothing'})`, 'models');
+    return served;
   }
 
   async heartbeat(id: string, hb: Heartbeat): Promise<void> {

@@ -68,7 +68,7 @@ export class RegistryKeeperService {
       let models = d.models;
       if (!models) {
         try {
-          models = await listModels(d.url, this.config.PROBE_TIMEOUT_S * 1000);
+          models = await listModels(d.url, this.config.PROBE_TIMEOUT_S * 1000, d.api_key);
           if (models.length === 0) throw new Error('GET /v1/models: lists no model');
         } catch (err) {
           this.logger.warn(`declared instance ${d.id ?? d.url}: cannot read its models yet (${(err as Error).message}); retrying every ${this.config.PROBE_INTERVAL_S} s`);
@@ -77,7 +77,7 @@ export class RegistryKeeperService {
         }
       }
       const { registered_at: _r, ...record } = toInstanceRecord(
-        { url: d.url, models, instance_id: d.id, weight: d.weight ?? 1, max_inflight: d.max_inflight, tags: [], meta: { declared: true } },
+        { url: d.url, models, instance_id: d.id, weight: d.weight ?? 1, max_inflight: d.max_inflight, tags: [], meta: { declared: true }, api_key: d.api_key },
         this.config.INSTANCE_TTL_S,
         0,
       );

@@ -10,9 +10,11 @@ import { ProberService } from './prober.service';
 class Upstream {
   routes: Record<string, { status: number; body: string } | 'hang'> = {};
   hits: string[] = [];
+  auth: (string | undefined)[] = [];
   readonly server = http.createServer((req, res) => {
     const path = req.url ?? '/';
     this.hits.push(path);
+    this.auth.push(req.headers.authorization);
     const r = this.routes[path] ?? { status: 404, body: 'not found' };
     if (r === 'hang') return;
     res.writeHead(r.status, { 'content-type': 'text/plain' });
@@ -46,6 +48,7 @@ afterAll(async () => {
 beforeEach(async () => {
   up.routes = { '/health': { status: 200, body: '' }, '/metrics': { status: 200, body: vllmPage(2, 0.5) } };
   up.hits = [];
+  up.auth = [];
   logged.length = 0;
   store = new MemoryLoadStore({ now: () => now });
   prober = new ProberService(store, loadControlPlaneConfig({ PROBE_TIMEOUT_S: '5', KV_CACHE_GUARD: '0.9' }));
@@ -54,12 +57,28 @@ beforeEach(async () => {
 
 describe('ProberService', () => {
   it('keeps a healthy engine alive like a heartbeat and reads its signals', async () => {
+    up.routes['/v1/models'] = { status: 200, body: '{"data":[{"id":"m"}]}' };
     now += 20_000;
     await prober.probe(await state('e'));
     const s = await state('e');
     expect(s.last_seen_at).toBe(now);
     expect(s.engine).toMatchObject({ engine: 'vllm', running: 1, waiting: 2, kv_cache_usage: 0.5, scrape_error: null });
+    // What /v1/models says is read after the first success, then not again while it is fresh.
+    expect(up.hits).toEqual(['/health', '/metrics', '/v1/models']);
+    up.hits = [];
+    await prober.probe(await state('e'));
     expect(up.hits).toEqual(['/health', '/metrics']);
+  });
+
+  it("probes an instance that has its own api_key with it, and stores what its /v1/models says of the instance's models", async () => {
+    await store.register({ ...record('k'), models: ['m', 'n'], api_key: 'sk-engine' });
+    up.routes['/v1/models'] = { status: 200, body: JSON.stringify({ data: [{ id: 'm', owned_by: 'vllm', max_model_len: 4096 }, { id: 'n' }, { id: 'other', max_model_len: 1 }] }) };
+    await prober.probe(await state('k'));
+    expect(up.auth).toEqual(['Bearer sk-engine', 'Bearer sk-engine', 'Bearer sk-engine']);
+    const s = await state('k');
+    expect(s.model_info).toEqual({ m: { max_model_len: 4096, owned_by: 'vllm' }, n: { max_model_len: null, owned_by: null } });
+    expect(s.api_key).toBe('sk-engine');
+    expect(logged.join('\n')).not.toContain('sk-engine');
   });
 
   it('takes an engine out after two failed probes in a row, not one, and logs it once with the reason; a success brings it back', async () => {
@@ -90,7 +109,7 @@ describe('ProberService', () => {
     now += 20_000;
     await prober.probe(await state('e'));
     expect((await state('e')).last_seen_at).toBe(now);
-    expect(up.hits).toEqual(['/health', '/v1/models', '/metrics']);
+    expect(up.hits).toEqual(['/health', '/v1/models', '/metrics', '/v1/models']);
     // Remembered: the next probe goes straight to /v1/models.
     up.hits = [];
     await prober.probe(await state('e'));

@@ -6,6 +6,7 @@ import type { LoadStore } from '@switchyard/load-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorBody } from '@switchyard/contracts';
 import { FORWARDED_ROUTES, Forwarder, sendError } from '../forwarder';
+import { CorsPolicy } from '../cors';
 import type { ProxyConfig } from '../proxy-config';
 import { ProxyRuntime, ProxyRuntimeOptions } from '../proxy-runtime';
 import { ProxyModule } from './proxy.module';
@@ -13,7 +14,9 @@ import { ProxyModule } from './proxy.module';
 const SHELL_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/v1/models']);
 
 /** Unknown paths and methods fold into one label each, so clients cannot blow up the series count. */
-const routeLabel = (path: string) => (FORWARDED_ROUTES.has(path) || SHELL_ROUTES.has(path) ? path : 'unmatched');
+const routeLabel = (path: string) => (FORWARDED_ROUTES.has(path) || SHELL_ROUTES.has(path) ? path : path.startsWith('/v1/models/') ? '/v1/models/{id}' : 'unmatched');
+/** Where browsers may call (CORS_ORIGINS): the OpenAI routes. */
+const openAiPath = (path: string) => FORWARDED_ROUTES.has(path) || path === '/v1/models' || path.startsWith('/v1/models/');
 const methodLabel = (method: string | undefined) => (method === 'GET' || method === 'POST' ? method : 'other');
 
 export interface ProxyApp {
@@ -40,6 +43,7 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
   const runtime = new ProxyRuntime(config, store, options);
   const forwarder = new Forwarder(runtime);
   const log = (msg: string) => runtime.logger.info(msg);
+  const cors = new CorsPolicy(config.CORS_ORIGINS);
   let refusing = false;
   let server: http.Server | undefined;
   const serverFactory = (fastifyHandler: http.RequestListener) =>
@@ -62,6 +66,10 @@ export async function createProxyApp(config: ProxyConfig, store: LoadStore, opti
         // Past the settle window: kept-alive connections get a clear answer and are closed.
         res.shouldKeepAlive = false;
         return sendError(res, 503, errorBody('the proxy is draining; retry on another', 'service_unavailable', 'draining'), { 'retry-after': '1', connection: 'close' });
+      }
+      if (cors.enabled && openAiPath(path)) {
+        if (req.method === 'OPTIONS') return cors.preflight(req, res);
+        cors.decorate(req, res);
       }
       if (forwarded) {
         // A bug on one request must never take the process and every open stream with it.
