@@ -128,3 +128,24 @@ export class HistogramFamily extends Family<BoundHistogram> {
     return { name: this.name, help: this.help, type: this.type, aggregator: 'sum', values };
   }
 }
+
+/**
+ * A counter family under another name (a deprecated one kept for a release): the same children,
+ * so the counts are kept once and rendered twice, at no cost per request.
+ */
+export class CounterAlias {
+  readonly type = 'counter';
+  readonly aggregator = 'sum';
+
+  constructor(readonly name: string, readonly help: string, private readonly of: CounterFamily, registry: Registry) {
+    registry.registerMetric(this as never);
+  }
+
+  get labelNames(): readonly string[] {
+    return this.of.labelNames;
+  }
+
+  get(): MetricSnapshot {
+    return { ...this.of.get(), name: this.name, help: this.help };
+  }
+}

@@ -1,5 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { BoundCounter, BoundHistogram, CounterFamily, HistogramFamily } from './bound-metrics';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { BoundCounter, BoundHistogram, CounterAlias, CounterFamily, HistogramFamily } from './bound-metrics';
 import { CLIENT_GONE, type Exchange } from './exchange';
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -78,9 +78,9 @@ export interface MetricsSource {
 /** The proxy's Prometheus metrics, in a registry of its own (single-process mode runs two apps in one process). */
 export class ProxyMetrics {
   readonly registry = new Registry();
-  readonly httpRequests = new Counter({ name: 'switchyard_proxy_http_requests_total', help: 'HTTP responses on every route, by route, method and status', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  readonly httpRequests = new CounterFamily('switchyard_proxy_http_requests_total', 'HTTP responses on every route, by route, method and status', ['route', 'method', 'status'], this.registry);
   /** Deprecated: the same counts as switchyard_proxy_http_requests_total, kept one release. */
-  readonly requests = new Counter({ name: 'switchyard_proxy_requests_total', help: 'Deprecated: use switchyard_proxy_http_requests_total (same counts); removed in the next release', labelNames: ['route', 'method', 'status'], registers: [this.registry] });
+  readonly requests = new CounterAlias('switchyard_proxy_requests_total', 'Deprecated: use switchyard_proxy_http_requests_total (same counts); removed in the next release', this.httpRequests, this.registry);
   readonly modelRequests = new CounterFamily('switchyard_proxy_model_requests_total', 'Requests on the forwarded routes by model (unknown models: other), instance (none: none chosen) and status class (client_gone: the client left first)', ['model', 'instance_id', 'status_class'], this.registry);
   readonly requestDuration = new HistogramFamily('switchyard_proxy_request_duration_seconds', 'Forwarded requests from arrival to the end of the response (or the client leaving), by model', ['model'], LATENCY_BUCKETS, this.registry);
   readonly timeToFirstToken = new HistogramFamily('switchyard_proxy_time_to_first_token_seconds', 'From arrival to the first SSE data event sent to the client (whole bodies: to the body), successful answers, by model', ['model'], TTFT_BUCKETS, this.registry);
@@ -88,14 +88,18 @@ export class ProxyMetrics {
   readonly queueWait = new HistogramFamily('switchyard_proxy_queue_wait_seconds', 'Time forwarded requests spent in the admission queue (0 when admitted at once), by model', ['model'], LATENCY_BUCKETS, this.registry);
   readonly promptTokens = new CounterFamily('switchyard_proxy_prompt_tokens_total', 'Prompt tokens from the answers\' usage, by model and instance', ['model', 'instance_id'], this.registry);
   readonly completionTokens = new CounterFamily('switchyard_proxy_completion_tokens_total', 'Completion tokens from the answers\' usage, by model and instance', ['model', 'instance_id'], this.registry);
-  readonly upstreamDuration = new Histogram({ name: 'switchyard_proxy_upstream_duration_seconds', help: 'Time from forwarding to the end of the upstream body', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly upstreamTtfb = new Histogram({ name: 'switchyard_proxy_upstream_ttfb_seconds', help: 'Time from forwarding to the first upstream body byte (for whole bodies up to 1 MiB: to the response headers)', labelNames: ['route'], buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  readonly selections = new Counter({ name: 'switchyard_proxy_selections_total', help: 'Instances chosen, by strategy and instance', labelNames: ['strategy', 'instance_id'], registers: [this.registry] });
+  readonly upstreamDuration = new HistogramFamily('switchyard_proxy_upstream_duration_seconds', 'Time from forwarding to the end of the upstream body', ['route'], LATENCY_BUCKETS, this.registry);
+  readonly upstreamTtfb = new HistogramFamily('switchyard_proxy_upstream_ttfb_seconds', 'Time from forwarding to the first upstream body byte (for whole bodies up to 1 MiB: to the response headers)', ['route'], LATENCY_BUCKETS, this.registry);
+  readonly selections = new CounterFamily('switchyard_proxy_selections_total', 'Instances chosen, by strategy and instance', ['strategy', 'instance_id'], this.registry);
   readonly retries = new Counter({ name: 'switchyard_proxy_retries_total', help: 'Requests sent again to another instance, by reason', labelNames: ['reason'], registers: [this.registry] });
   readonly storeErrors = new Counter({ name: 'switchyard_proxy_store_errors_total', help: 'Failed calls to the shared store', registers: [this.registry] });
 
-  /** Children bound once per label set: prom-client would otherwise hash a label object on every call on the hot path. */
-  private readonly bound = new Map<string, { inc(): void } | { observe(v: number): void }>();
+  /** Children bound once per label set, found without building a key per request. */
+  private readonly requestCounters = new Map<string, Map<string, Map<number, BoundCounter>>>();
+  /** By instance: the strategy is one per proxy. */
+  private readonly selectionCounters = new Map<string, BoundCounter>();
+  private readonly ttfbByRoute = new Map<string, BoundHistogram>();
+  private readonly upstreamByRoute = new Map<string, BoundHistogram>();
   private readonly models = new Map<string, ModelSeries>();
 
   /**
@@ -122,30 +126,36 @@ export class ProxyMetrics {
     }
   }
 
-  private child<T>(key: string, make: () => T): T {
-    let c = this.bound.get(key) as T | undefined;
-    if (!c) this.bound.set(key, (c = make()) as never);
-    return c;
-  }
 
+  /** Route labels are a fixed few, statuses a few dozen: nested maps, no key string built per request. */
   countRequest(route: string, method: string, status: number): void {
-    this.child(`r ${route} ${method} ${status}`, () => {
-      const now = this.httpRequests.labels(route, method, String(status));
-      const old = this.requests.labels(route, method, String(status));
-      return { inc: () => (now.inc(), old.inc()) };
-    }).inc();
+    let byStatus = this.requestCounters.get(route)?.get(method);
+    if (!byStatus) {
+      let byMethod = this.requestCounters.get(route);
+      if (!byMethod) this.requestCounters.set(route, (byMethod = new Map()));
+      byMethod.set(method, (byStatus = new Map()));
+    }
+    let c = byStatus.get(status);
+    if (!c) byStatus.set(status, (c = this.httpRequests.child(route, method, String(status))));
+    c.inc();
   }
 
   countSelection(strategy: string, instanceId: string): void {
-    this.child(`s ${strategy} ${instanceId}`, () => this.selections.labels(strategy, instanceId)).inc();
+    let c = this.selectionCounters.get(instanceId);
+    if (!c) this.selectionCounters.set(instanceId, (c = this.selections.child(strategy, instanceId)));
+    c.inc();
   }
 
   observeTtfb(route: string, seconds: number): void {
-    this.child(`t ${route}`, () => this.upstreamTtfb.labels(route)).observe(seconds);
+    let h = this.ttfbByRoute.get(route);
+    if (!h) this.ttfbByRoute.set(route, (h = this.upstreamTtfb.child(route)));
+    h.observe(seconds);
   }
 
   observeUpstream(route: string, seconds: number): void {
-    this.child(`u ${route}`, () => this.upstreamDuration.labels(route)).observe(seconds);
+    let h = this.upstreamByRoute.get(route);
+    if (!h) this.upstreamByRoute.set(route, (h = this.upstreamDuration.child(route)));
+    h.observe(seconds);
   }
 
   constructor(source: MetricsSource, identity: { proxyId: string; worker: number }) {
