@@ -13,7 +13,7 @@ async function serve(config: ProxyConfig, log: pino.Logger, worker?: number) {
   const name = worker ? `${config.PROXY_NAME}-w${worker}` : config.PROXY_NAME;
   // Short timeouts and no offline queue: on the request path a Redis blink means local routing, not waiting.
   // Auto-pipelining: the acquires and releases of concurrent requests share writes (profiled: a socket write per script call was the largest cost after the HTTP writes).
-  const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 200, offlineQueue: false, autoPipelining: true, connectionName: `switchyard-proxy-${name}` });
+  const store = sharedStore({ url: config.REDIS_URL, cluster: config.REDIS_CLUSTER, commandTimeoutMs: 200, offlineQueue: false, autoPipelining: false, connectionName: `switchyard-proxy-${name}` });
   // Traces when OTEL_EXPORTER_OTLP_ENDPOINT is set (the standard OTEL_* variables); the SDK is not loaded otherwise.
   const tracing = await startTracing(process.env);
   const proxy = await createProxyApp({ ...config, PROXY_NAME: name }, store, { eventsUrl: config.REDIS_URL, worker, tracing });
