@@ -1,6 +1,4 @@
 import type http from 'node:http';
-import type { Readable } from 'node:stream';
-import { createParser } from 'eventsource-parser';
 import type { Affinity } from '@switchyard/load-store';
 import type { Slot } from './exchange';
 
@@ -8,8 +6,6 @@ import type { Slot } from './exchange';
 export const RESPONSES_ROUTE = '/v1/responses';
 /** Longer ids or session names are not bound: a key is a Redis key. */
 const KEY_MAX = 256;
-/** A stream's response id comes in its first event (response.created); looking further is wasted work. */
-const ID_SCAN_MAX = 64 * 1024;
 
 /**
  * Where a request should land (see Affinity in the store): a follow-up on `/v1/responses`
@@ -39,30 +35,20 @@ export function bindWhole(slot: Slot, body: Buffer): void {
 }
 
 /**
- * A streamed `/v1/responses` answer: reads events beside the pipeline (the client's bytes are
- * neither copied nor delayed) until `response.created` names the response, binds it, and stops.
+ * A streamed `/v1/responses` answer: a hook for the stream's SSE tap (one parser per stream)
+ * that binds the response id `response.created` names, once; later events cost one check.
  */
-export function bindStreamed(slot: Slot, answer: Readable): void {
-  let seen = 0;
-  const text = new TextDecoder();
-  const stop = () => answer.off('data', onData);
-  const parser = createParser({
-    onEvent(event) {
-      try {
-        const data = JSON.parse(event.data) as { response?: { id?: unknown } } | null;
-        const id = data?.response?.id;
-        if (typeof id !== 'string' || !id || id.length > KEY_MAX) return;
-        slot.bind?.(`r:${id}`);
-        stop();
-      } catch {
-        // A keep-alive comment or a non-JSON event: keep looking.
-      }
-    },
-  });
-  const onData = (chunk: Buffer) => {
-    seen += chunk.length;
-    parser.feed(text.decode(chunk, { stream: true }));
-    if (seen >= ID_SCAN_MAX) stop();
+export function streamedIdBinder(slot: Slot): (data: string) => void {
+  let bound = false;
+  return (data) => {
+    if (bound || !data.includes('"response"')) return;
+    try {
+      const id = (JSON.parse(data) as { response?: { id?: unknown } } | null)?.response?.id;
+      if (typeof id !== 'string' || !id || id.length > KEY_MAX) return;
+      slot.bind?.(`r:${id}`);
+      bound = true;
+    } catch {
+      // Not JSON: keep looking.
+    }
   };
-  answer.on('data', onData);
 }

@@ -6,7 +6,7 @@ import { errorBody, ErrorBody } from '@switchyard/contracts';
 import { keyStoreFor } from '@switchyard/load-store';
 import type { Affinity } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
-import { affinityOf, bindStreamed, bindWhole, RESPONSES_ROUTE } from './affinity';
+import { affinityOf, bindWhole, RESPONSES_ROUTE, streamedIdBinder } from './affinity';
 import type { Exchange, Slot } from './exchange';
 import { cameThroughSwitchyard, requestHeadersToDrop, responseHeadersToDrop, viaUpstream } from './headers';
 import { KeyGate } from './keys';
@@ -309,11 +309,13 @@ export class Forwarder {
       return undefined;
     }
     res.writeHead(upstream.statusCode, out);
-    if (route === RESPONSES_ROUTE && sse && upstream.statusCode === 200) bindStreamed(slot, answer);
     answer.once('data', () => metrics.observeTtfb(route, (performance.now() - started) / 1000));
     answer.once('end', onEnd);
     // Tokens, TTFT and inter-token gaps read beside the pipeline, from the chunks as they pass.
-    if (sse && upstream.statusCode < 300) SseTap.attach(answer, ex, metrics.series(ex.model, this.rt.registry.hasModel(ex.model ?? '')).itl);
+    if (sse && upstream.statusCode < 300) {
+      const binder = route === RESPONSES_ROUTE && upstream.statusCode === 200 ? streamedIdBinder(slot) : undefined;
+      SseTap.attach(answer, ex, metrics.series(ex.model, this.rt.registry.hasModel(ex.model ?? '')).itl, binder);
+    }
     try {
       // `end: false`: an upstream failure must not destroy the response before an SSE stream gets its error event.
       if (sse && stripUsage) await pipeline(answer, new UsageStripper(), res, { end: false });

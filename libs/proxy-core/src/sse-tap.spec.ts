@@ -97,6 +97,13 @@ describe('usage of events and bodies', () => {
     expect(usageOfBody(Buffer.from('{"usage":null}'))).toBeNull();
     expect(usageOfBody(Buffer.from('{"usage":{"prompt_tokens":1'))).toBeNull();
   });
+
+  it('reads the Responses API usage (input_tokens, output_tokens) from a whole response and from response.completed', () => {
+    const response = { id: 'resp_1', object: 'response', output: [{ type: 'message', content: [{ type: 'output_text', text: 'hi' }] }], usage: { input_tokens: 7, output_tokens: 3, total_tokens: 10 } };
+    expect(usageOfBody(Buffer.from(JSON.stringify(response)))).toEqual({ prompt_tokens: 7, completion_tokens: 3 });
+    expect(usageOfEvent(JSON.stringify({ type: 'response.completed', sequence_number: 3, response }))).toEqual({ usage: { prompt_tokens: 7, completion_tokens: 3 }, usageOnly: false });
+    expect(usageOfEvent(JSON.stringify({ type: 'response.created', response: { ...response, usage: null } }))).toBeNull();
+  });
 });
 
 describe('askForUsage (USAGE_FROM_STREAMS)', () => {

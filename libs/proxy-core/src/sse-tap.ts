@@ -19,10 +19,15 @@ const USAGE_KEY = Buffer.from('"usage"');
 
 const count = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
-/** A `usage` object as OpenAI-compatible servers send it; embeddings have no completion tokens (a measured zero). */
+/**
+ * A `usage` object as OpenAI-compatible servers send it; embeddings have no completion tokens (a
+ * measured zero). The Responses API names them input_tokens and output_tokens.
+ */
 function toUsage(u: unknown): Usage | null {
   if (typeof u !== 'object' || u === null) return null;
-  const { prompt_tokens, completion_tokens } = u as Record<string, unknown>;
+  const o = u as Record<string, unknown>;
+  const prompt_tokens = o.prompt_tokens ?? o.input_tokens;
+  const completion_tokens = o.completion_tokens ?? o.output_tokens;
   if (!count(prompt_tokens)) return null;
   if (completion_tokens === undefined) return { prompt_tokens, completion_tokens: 0 };
   return count(completion_tokens) ? { prompt_tokens, completion_tokens } : null;
@@ -43,13 +48,14 @@ function usageValueAt(s: string, at: number): boolean {
 export function usageOfEvent(data: string): { usage: Usage; usageOnly: boolean } | null {
   const at = data.indexOf('"usage"');
   if (at < 0 || !usageValueAt(data, at)) return null;
-  let parsed: { usage?: unknown; choices?: unknown };
+  let parsed: { usage?: unknown; choices?: unknown; response?: { usage?: unknown } };
   try {
     parsed = JSON.parse(data) as typeof parsed;
   } catch {
     return null;
   }
-  const usage = toUsage(parsed?.usage);
+  // The Responses API's stream carries it in response.completed's response.
+  const usage = toUsage(parsed?.usage ?? parsed?.response?.usage);
   if (!usage) return null;
   return { usage, usageOnly: Array.isArray(parsed.choices) && parsed.choices.length === 0 };
 }
@@ -98,13 +104,19 @@ export class SseTap {
   private readonly decoder = new StringDecoder('utf8');
   private last = 0;
 
-  constructor(private readonly target: TapTarget, private readonly itl: BoundHistogram, private readonly now: () => number = () => performance.now()) {
+  constructor(
+    private readonly target: TapTarget,
+    private readonly itl: BoundHistogram,
+    private readonly now: () => number = () => performance.now(),
+    /** Also shown each event's data (the Responses API's id binding), so one parser serves the stream. */
+    private readonly also?: (data: string) => void,
+  ) {
     this.parser = createParser({ onEvent: (e) => this.onData(e.data) });
   }
 
   /** Attaches to a body about to be piped: same chunks, same tick as the pipe's own listener. */
-  static attach(body: NodeJS.ReadableStream, target: TapTarget, itl: BoundHistogram): SseTap {
-    const tap = new SseTap(target, itl);
+  static attach(body: NodeJS.ReadableStream, target: TapTarget, itl: BoundHistogram, also?: (data: string) => void): SseTap {
+    const tap = new SseTap(target, itl, undefined, also);
     body.on('data', (chunk: Buffer) => tap.feed(chunk));
     return tap;
   }
@@ -115,6 +127,7 @@ export class SseTap {
 
   private onData(data: string): void {
     if (data === '[DONE]') return;
+    this.also?.(data);
     const u = usageOfEvent(data);
     if (u) {
       this.target.usage = u.usage;
