@@ -191,6 +191,52 @@ describe('fuzzed admin input against a real control plane', () => {
     );
   });
 
+  it('client API keys: no 5xx, the error shape, nothing stored when refused; an accepted key reads back without its secret and revokes', async () => {
+    const keys = async () => JSON.stringify(((await send('GET', '/v1/keys')).body as { keys: { id: string }[] }).keys.map((k) => k.id).sort());
+    const before = await keys();
+    const keyBody = fc.oneof(
+      fc.record({ name: fc.oneof(validName, anyString, junk), models: fc.oneof(fc.array(fc.oneof(validName, anyString), { maxLength: 3 }), junk), rpm: fc.oneof(fc.integer({ min: -2, max: 2_000_000 }), junk), tpm: fc.oneof(fc.integer({ min: -2, max: 2_000_000_000 }), junk), key: anyString }, { requiredKeys: [] }),
+      fc.record({ name: validName, models: fc.array(validName, { minLength: 1, maxLength: 3 }), rpm: fc.integer({ min: 1, max: 100_000 }), tpm: fc.integer({ min: 1, max: 10_000_000 }) }, { requiredKeys: ['name'] }),
+    );
+    let accepted = 0;
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(keyBody, async (body) => {
+        const text = JSON.stringify(body);
+        const r = await send('POST', '/v1/keys', { type: 'application/json', body: text });
+        expectSane(text.slice(0, 300), r);
+        if (r.status !== 201) {
+          refused++;
+          expect(await keys()).toBe(before);
+          return;
+        }
+        accepted++;
+        const { id, key } = r.body as { id: string; key: string };
+        const got = await send('GET', `/v1/keys/${encodeURIComponent(id)}`);
+        expect([id, got.status]).toEqual([id, 200]);
+        expect(JSON.stringify(got.body)).not.toContain(key);
+        expect([id, (await send('DELETE', `/v1/keys/${encodeURIComponent(id)}`, { type: 'application/json' })).status]).toEqual([id, 200]);
+        expect(await keys()).toBe(before);
+      }),
+      { numRuns: 150 },
+    );
+    expect(accepted).toBeGreaterThan(10);
+    expect(refused).toBeGreaterThan(30);
+    // Ids in paths that name no key: never a 5xx, never a change.
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(validId, fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 80 })), async (raw) => {
+        const segment = encodeURIComponent(raw);
+        for (const method of ['GET', 'DELETE']) {
+          const r = await send(method, `/v1/keys/${segment}`);
+          expectSane(`${method} /v1/keys/${segment.slice(0, 80)}`, r);
+          expect(r.status).not.toBe(200);
+        }
+        expect(await keys()).toBe(before);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('ids in paths: no 5xx, the error shape, nothing changed for ids that are not registered', async () => {
     const before = await registry();
     const id = fc.oneof(validId, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 }), fc.string({ unit: 'binary-ascii', minLength: 1, maxLength: 60 }), fc.string({ unit: idChars, minLength: 195, maxLength: 700 }));
