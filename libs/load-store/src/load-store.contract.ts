@@ -499,6 +499,20 @@ export function describeLoadStoreContract(name: string, makeStore: (options?: Co
       expect(await inflightOf('a')).toBe(2);
       expect(await inflightOf('b')).toBe(1);
       expect((await store.getInstance('a'))?.inflight_by_proxy).toEqual({ p1: 2 });
+      // The short form: nothing excluded, no affinity.
+      expect(await store.batch('p1', [{ kind: 'acquire', request: { proxyId: 'p1', model: 'm', strategy: 'least_load' } }])).toEqual([{ kind: 'acquired', instance_id: 'b', url: record('b').url, inflight: 2 }]);
+    });
+
+    it('batch: random and power_of_two acquires use their draws in a batch as alone', async () => {
+      await useRandom([0.5, 0.1]);
+      if (!store.batch) return;
+      for (const id of ['a', 'b', 'c']) await store.register(record(id));
+      const plain = (strategy: 'random' | 'power_of_two') => ({ kind: 'acquire' as const, request: { proxyId: 'p1', model: 'm', strategy } });
+      // random: floor(0.5 × 3) = 1, b each time; power_of_two: b (0.5) against a (0.1), the less loaded.
+      const answers = await store.batch('p1', [plain('random'), plain('random')]);
+      expect(answers.map((a) => (a as { instance_id?: string }).instance_id)).toEqual(['b', 'b']);
+      const two = await store.batch('p1', [plain('power_of_two')]);
+      expect((two[0] as { instance_id?: string }).instance_id).toBe('a');
     });
 
     it('releases exactly once per acquisition and never below 0', async () => {

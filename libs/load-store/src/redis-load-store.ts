@@ -317,15 +317,26 @@ export class RedisLoadStore implements LoadStore {
   }
 
   async batch(proxyId: string, ops: readonly BatchOp[]): Promise<BatchAnswer[]> {
-    const args: (string | number)[] = [proxyId, this.capacityChannel];
+    // The short acquire form takes the strategy of the batch's first acquire (a proxy has one).
+    const first = ops.find((op) => op.kind === 'acquire');
+    const strategy = first?.kind === 'acquire' ? first.request.strategy : 'least_load';
+    const draws = strategy === 'random' || strategy === 'power_of_two';
+    const args: (string | number)[] = [proxyId, this.capacityChannel, strategy];
     for (const op of ops) {
       if (op.kind === 'release') {
-        args.push('R', op.instanceId, op.bind?.key ?? '', op.bind?.ttlMs ?? 0);
+        if (op.bind) args.push('R', op.instanceId, op.bind.key, op.bind.ttlMs);
+        else args.push('r', op.instanceId);
         continue;
       }
       const { request: r } = op;
+      // Two draws per acquire whatever the form, as acquire() draws, so injected randomness stays in step.
+      const rand1 = this.random();
+      const rand2 = this.random();
       const exclude = r.exclude ?? [];
-      args.push('A', r.model, r.strategy, this.random(), this.random(), r.affinity?.key ?? '', r.affinity?.mode ?? '', r.affinity?.ttlMs ?? 0, exclude.length, ...exclude);
+      if (r.strategy === strategy && !r.affinity && exclude.length === 0) {
+        if (draws) args.push('a', r.model, rand1, rand2);
+        else args.push('a', r.model);
+      } else args.push('A', r.model, r.strategy, rand1, rand2, r.affinity?.key ?? '', r.affinity?.mode ?? '', r.affinity?.ttlMs ?? 0, exclude.length, ...exclude);
     }
     const answers = (await this.run('syBatch', ...args)) as (number | AcquireReply)[];
     return answers.map((a, i) => (ops[i].kind === 'release' ? ((a as number) < 0 ? null : (a as number)) : acquireAnswer(a as AcquireReply)));

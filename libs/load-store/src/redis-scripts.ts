@@ -544,20 +544,39 @@ return release(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])
 /**
  * A proxy's releases and acquires of one event-loop turn, in order, in one call: one script run
  * and one reply where each would have been a command of its own (profiled: the command objects
- * and their garbage were most of the proxy's cost per request over Node's floor).
- * ARGV: prefix, proxy, capacity channel, then ops, each one of
- *   'R', id, affinity key ('' = none), its ttl ms
+ * and their garbage were most of the proxy's cost per request over Node's floor). The common ops
+ * are short, as every argument costs on both sides.
+ * ARGV: prefix, proxy, capacity channel, strategy of the short acquires, then ops, each one of
+ *   'r', id                                   a release
+ *   'R', id, affinity key, its ttl ms          a release that binds a key
+ *   'a', model [, rand1, rand2]                an acquire with the batch's strategy, nothing
+ *                                             excluded, no affinity (the draws only for random
+ *                                             and power_of_two)
  *   'A', model, strategy, rand1, rand2, affinity key, affinity mode, affinity ttl ms, n excluded, excluded ids (n)...
  * Returns one answer per op, as RELEASE and ACQUIRE return them.
  */
 export const BATCH = `${NOW}${JUDGED_AT}${HOT}${LOCATE}${ACQUIRE_FN}${RELEASE_FN}
-local p, proxy, channel = ARGV[1], ARGV[2], ARGV[3]
+local p, proxy, channel, strategy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local draws = strategy == 'random' or strategy == 'power_of_two'
+local none = {}
 local out = {}
-local i = 4
+local i = 5
 while i <= #ARGV do
-  if ARGV[i] == 'R' then
+  local op = ARGV[i]
+  if op == 'r' then
+    out[#out + 1] = release(p, proxy, ARGV[i + 1], channel, '', 0)
+    i = i + 2
+  elseif op == 'R' then
     out[#out + 1] = release(p, proxy, ARGV[i + 1], channel, ARGV[i + 2], ARGV[i + 3])
     i = i + 4
+  elseif op == 'a' then
+    if draws then
+      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), '', '', 0, none, 0)
+      i = i + 4
+    else
+      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, 0, 0, '', '', 0, none, 0)
+      i = i + 2
+    end
   else
     local n = tonumber(ARGV[i + 8])
     local excluded, nex = {}, 0
