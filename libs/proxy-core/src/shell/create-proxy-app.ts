@@ -5,7 +5,8 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { LoadStore } from '@switchyard/load-store';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { errorBody } from '@switchyard/contracts';
-import { FORWARDED_ROUTES, Forwarder, sendError } from '../forwarder';
+import { Forwarder, sendError } from '../forwarder';
+import { FORWARDED_ROUTES } from '../routes';
 import { CorsPolicy } from '../cors';
 import type { ProxyConfig } from '../proxy-config';
 import { ProxyRuntime, ProxyRuntimeOptions } from '../proxy-runtime';
