@@ -322,14 +322,17 @@ return 1
 `;
 
 /**
- * acquire(): the select-and-acquire of ACQUIRE and BATCH; `excluded` is a set of ids, `nex` its size.
+ * acquire(): the select-and-acquire of ACQUIRE and BATCH; `excluded` is a set of ids, `nex` its size;
+ * `now` and `at` (when liveness is judged) are read once per script when not given.
  * Returns what ACQUIRE returns.
  */
 const ACQUIRE_FN = `
-local function acquire(p, model, strategy, proxy, rand1, rand2, akey, amode, attl, excluded, nex)
+local function acquire(p, model, strategy, proxy, rand1, rand2, akey, amode, attl, excluded, nex, now, at)
   local ld, ix = p .. 'ld:' .. model, p .. 'ix:' .. model
-  local now = now_ms()
-  local at = judged_at(p, now)
+  if not now then
+    now = now_ms()
+    at = judged_at(p, now)
+  end
 
   local function after(s)
     local i = #s
@@ -560,9 +563,15 @@ local p, proxy, channel, strategy = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local draws = strategy == 'random' or strategy == 'power_of_two'
 local none = {}
 local out = {}
+-- One clock for the whole batch (a script is one atomic step), read at its first acquire.
+local now, at
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
+  if not now and op ~= 'r' and op ~= 'R' then
+    now = now_ms()
+    at = judged_at(p, now)
+  end
   if op == 'r' then
     out[#out + 1] = release(p, proxy, ARGV[i + 1], channel, '', 0)
     i = i + 2
@@ -571,10 +580,10 @@ while i <= #ARGV do
     i = i + 4
   elseif op == 'a' then
     if draws then
-      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), '', '', 0, none, 0)
+      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), '', '', 0, none, 0, now, at)
       i = i + 4
     else
-      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, 0, 0, '', '', 0, none, 0)
+      out[#out + 1] = acquire(p, ARGV[i + 1], strategy, proxy, 0, 0, '', '', 0, none, 0, now, at)
       i = i + 2
     end
   else
@@ -584,7 +593,7 @@ while i <= #ARGV do
       if not excluded[ARGV[j]] then nex = nex + 1 end
       excluded[ARGV[j]] = true
     end
-    out[#out + 1] = acquire(p, ARGV[i + 1], ARGV[i + 2], proxy, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], excluded, nex)
+    out[#out + 1] = acquire(p, ARGV[i + 1], ARGV[i + 2], proxy, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]), ARGV[i + 5], ARGV[i + 6], ARGV[i + 7], excluded, nex, now, at)
     i = i + 9 + n
   end
 end
