@@ -27,18 +27,19 @@ describe('AdmissionQueue depth', () => {
   });
 });
 
-describe('AdmissionQueue with affinity', () => {
-  it('asks for the head waiter with its own affinity, so a hard one waits for its instance while the others wait behind it, first come first served', async () => {
+describe('AdmissionQueue with affinity and route exclusions', () => {
+  const slot = (instanceId: string) => ({ kind: 'acquired' as const, slot: { instanceId, url: '', release: () => undefined } });
+
+  it('a waiter held to a full instance (hard affinity) does not hold back the waiter behind it, which takes free capacity at once; it gets its own instance when that frees', async () => {
     const asked: (string | undefined)[] = [];
     let free = false;
-    const slot = (instanceId: string) => ({ kind: 'acquired' as const, slot: { instanceId, url: '', release: () => undefined } });
     const queue = new AdmissionQueue({
       max: 10,
       timeoutMs: 60_000,
       slots: {
         acquire: async (_model, _tried, affinity) => {
           asked.push(affinity?.key);
-          // The bound instance stays full until `free`; anything else has room.
+          // The bound instance stays full until `free`; another has room.
           if (affinity && !free) return { kind: 'all_full' };
           return slot(affinity ? 'bound' : 'any');
         },
@@ -46,15 +47,37 @@ describe('AdmissionQueue with affinity', () => {
     });
     const signal = new ExchangeSignal();
     const sticky = queue.wait('m', signal, [], { key: 'r:1', mode: 'hard', ttlMs: 1000 });
-    const plain = queue.wait('m', signal);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(queue.length).toBe(2);
-    expect(asked.every((k) => k === 'r:1')).toBe(true);
+    const plain = await queue.wait('m', signal);
+    expect(plain.kind === 'acquired' && plain.slot.instanceId).toBe('any');
+    expect(queue.length).toBe(1);
+    expect(asked).toContain('r:1');
     free = true;
     queue.kick();
-    const [a, b] = await Promise.all([sticky, plain]);
+    const a = await sticky;
     expect(a.kind === 'acquired' && a.slot.instanceId).toBe('bound');
-    expect(b.kind === 'acquired' && b.slot.instanceId).toBe('any');
-    expect(asked.slice(-2)).toEqual(['r:1', undefined]);
+    expect(queue.length).toBe(0);
+  });
+
+  it('a waiter free to take any instance that finds all full ends the round: those behind it are not asked', async () => {
+    let asks = 0;
+    const queue = new AdmissionQueue({
+      max: 10,
+      timeoutMs: 60_000,
+      slots: {
+        acquire: async () => {
+          asks += 1;
+          return { kind: 'all_full' };
+        },
+      },
+    });
+    const signal = new ExchangeSignal();
+    const waits = [queue.wait('m', signal), queue.wait('m', signal), queue.wait('m', signal)];
+    await new Promise((r) => setTimeout(r, 20));
+    const before = asks;
+    queue.kick();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(asks - before).toBe(1);
+    signal.abort(new Error('the client left'));
+    expect((await Promise.all(waits)).map((o) => o.kind)).toEqual(['gone', 'gone', 'gone']);
   });
 });

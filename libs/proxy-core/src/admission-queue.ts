@@ -6,6 +6,8 @@ export type QueueOutcome = Exclude<SlotResult, { kind: 'all_full' }> | { kind: '
 
 interface Waiter {
   model: string;
+  /** Settled (served, timed out, or its client left). */
+  done: boolean;
   affinity?: Affinity;
   /** Instances this request must not get (they do not serve its route). */
   exclude: readonly string[];
@@ -56,9 +58,11 @@ export class AdmissionQueue {
       let timer: NodeJS.Timeout | undefined = undefined;
       const waiter: Waiter = {
         model,
+        done: false,
         affinity,
         exclude,
         settle: (outcome) => {
+          waiter.done = true;
           clearTimeout(timer);
           signal.off('abort', onAbort);
           this.remove(waiter);
@@ -103,23 +107,31 @@ export class AdmissionQueue {
     for (const list of [...this.queues.values()]) for (const w of [...list]) w.settle(outcome);
   }
 
+  /**
+   * First come, first served among the waiters the free capacity can serve. A waiter held to some
+   * instances (a hard affinity, a route only some serve) that are full does not hold back those
+   * behind it; a waiter free to take any instance that finds them all full ends the model's round.
+   */
   private async pump(): Promise<void> {
     for (const model of [...this.queues.keys()]) {
-      for (let head = this.queues.get(model)?.[0]; head; head = this.queues.get(model)?.[0]) {
+      for (const w of [...(this.queues.get(model) ?? [])]) {
+        if (w.done) continue;
         let result: SlotResult;
         try {
-          result = await this.options.slots.acquire(model, head.exclude, head.affinity);
+          result = await this.options.slots.acquire(model, w.exclude, w.affinity);
         } catch {
           return;
         }
-        // Full for the head: first come, first served, so the others wait behind it.
-        if (result.kind === 'all_full') break;
-        if (this.queues.get(model)?.[0] !== head) {
-          // The head left while we acquired for it; the next one may want other instances.
+        if (result.kind === 'all_full') {
+          if (w.affinity?.mode === 'hard' || w.exclude.length > 0) continue;
+          break;
+        }
+        if (w.done) {
+          // It left while we acquired for it.
           if (result.kind === 'acquired') result.slot.release();
           continue;
         }
-        head.settle(result);
+        w.settle(result);
       }
     }
   }
