@@ -44,6 +44,11 @@ abstract class Family<C> {
     return entry.child;
   }
 
+  /** Drops every child whose `label` is `value` (an instance gone from the registry). */
+  removeWhere(label: string, value: string): void {
+    for (const [key, entry] of this.children) if (entry.labels[label] === value) this.children.delete(key);
+  }
+
   protected abstract make(): C;
 
   protected entries(): Iterable<{ labels: Record<string, string>; child: C }> {

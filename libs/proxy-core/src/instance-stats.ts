@@ -35,6 +35,15 @@ export class InstanceStatsRecorder {
     if (ex.firstTokenAt !== null) s.ttft_ms[ttftBucket(ex.firstTokenAt - ex.startedAt)] += 1;
   }
 
+  ids(): IterableIterator<string> {
+    return this.byInstance.keys();
+  }
+
+  /** An instance gone from the registry stops being written with the lease. */
+  forget(instanceId: string): void {
+    this.byInstance.delete(instanceId);
+  }
+
   /** Every instance counted so far, as the lease renewal writes them; undefined before the first request (the renewal then leaves the store's copy alone). */
   snapshot(): Record<string, InstanceStats> | undefined {
     if (this.byInstance.size === 0) return undefined;

@@ -44,6 +44,10 @@ export class ModelSeries {
     this.queueWait = m.queueWait.child(model);
   }
 
+  forget(instanceId: string): void {
+    this.byInstance.delete(instanceId);
+  }
+
   instance(instanceId: string): InstanceSeries {
     let s = this.byInstance.get(instanceId);
     if (!s) {
@@ -111,6 +115,18 @@ export class ProxyMetrics {
     let s = this.models.get(label);
     if (!s) this.models.set(label, (s = new ModelSeries(label, this)));
     return s;
+  }
+
+  /** Instances some series is labelled with (not `none`). */
+  instanceIds(): Set<string> {
+    return new Set(this.selectionCounters.keys());
+  }
+
+  /** An instance gone from the registry: its series go, so a fleet that churns instances does not grow /metrics without end. */
+  forgetInstance(instanceId: string): void {
+    for (const family of [this.modelRequests, this.promptTokens, this.completionTokens, this.selections]) family.removeWhere('instance_id', instanceId);
+    this.selectionCounters.delete(instanceId);
+    for (const s of this.models.values()) s.forget(instanceId);
   }
 
   /** A forwarded exchange's end: requests, duration, TTFT (whole bodies), queue wait and tokens under its model label. */

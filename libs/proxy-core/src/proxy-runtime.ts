@@ -38,6 +38,8 @@ export class ProxyRuntime {
   /** Request counters per instance, counted at each exchange's end and written with the lease. */
   readonly stats = new InstanceStatsRecorder();
   draining = false;
+  /** Instances seen in metrics or counters but missing from the last registry pull. */
+  private readonly missing = new Set<string>();
   /** Whether a control plane held its lease at the last renewal (see noteControlPlane). */
   controlPlaneReachable = true;
   private timers: NodeJS.Timeout[] = [];
@@ -156,9 +158,26 @@ export class ProxyRuntime {
     if (this.slots.degraded) return Promise.resolve();
     this.pulling ??= this.registry
       .pull()
+      .then(() => this.forgetRemoved())
       .catch((err) => this.slots.storeFailed(err))
       .finally(() => (this.pulling = undefined));
     return this.pulling;
+  }
+
+  /**
+   * Metric series and request counters of instances gone from the registry are dropped once a
+   * second pull still does not have them (one pull could lag an instance just registered).
+   */
+  private forgetRemoved(): void {
+    for (const id of new Set([...this.metrics.instanceIds(), ...this.stats.ids()])) {
+      if (this.registry.get(id)) this.missing.delete(id);
+      else if (!this.missing.has(id)) this.missing.add(id);
+      else {
+        this.missing.delete(id);
+        this.metrics.forgetInstance(id);
+        this.stats.forget(id);
+      }
+    }
   }
 
   private subscribe(url: string): void {
