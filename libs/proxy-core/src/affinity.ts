@@ -1,9 +1,8 @@
 import type http from 'node:http';
 import type { Affinity } from '@switchyard/load-store';
 import type { Slot } from './exchange';
+import { RESPONSES_ROUTE } from './routes';
 
-/** The route whose answers are kept by the engine and continued with `previous_response_id`. */
-export const RESPONSES_ROUTE = '/v1/responses';
 /** Longer ids or session names are not bound: a key is a Redis key. */
 const KEY_MAX = 256;
 

@@ -6,12 +6,12 @@ import { errorBody, ErrorBody } from '@switchyard/contracts';
 import { keyStoreFor } from '@switchyard/load-store';
 import type { Affinity } from '@switchyard/load-store';
 import type { QueueOutcome } from './admission-queue';
-import { affinityOf, bindWhole, RESPONSES_ROUTE, streamedIdBinder } from './affinity';
+import { affinityOf, bindWhole, streamedIdBinder } from './affinity';
 import type { Exchange, Slot } from './exchange';
 import { cameThroughSwitchyard, requestHeadersToDrop, responseHeadersToDrop, viaUpstream } from './headers';
 import { KeyGate } from './keys';
 import type { ProxyRuntime } from './proxy-runtime';
-import { modelOf } from './routes';
+import { modelOf, RESPONSES_ROUTE } from './routes';
 import { askForUsage, SseTap, UsageStripper, usageOfBody } from './sse-tap';
 
 export { FORWARDED_ROUTES } from './routes';

@@ -1,11 +1,14 @@
 import { errorBody, ErrorBody } from '@switchyard/contracts';
 
+/** The route whose answers are kept by the engine and continued with `previous_response_id` (see affinity.ts). */
+export const RESPONSES_ROUTE = '/v1/responses';
+
 /** OpenAI routes forwarded to instances; each goes only to instances that list it in their `endpoints`. */
 export const FORWARDED_ROUTES = new Set([
   '/v1/chat/completions',
   '/v1/completions',
   '/v1/embeddings',
-  '/v1/responses',
+  RESPONSES_ROUTE,
   '/v1/rerank',
   '/v1/score',
   '/v1/audio/transcriptions',
