@@ -12,10 +12,10 @@ import { cameThroughSwitchyard, requestHeadersToDrop, responseHeadersToDrop, via
 import { KeyGate } from './keys';
 import type { ProxyRuntime } from './proxy-runtime';
 import { modelOf, RESPONSES_ROUTE } from './routes';
+import { NO_EXCLUDE } from './slots';
 import { askForUsage, SseTap, UsageStripper, usageOfBody } from './sse-tap';
 
 export { FORWARDED_ROUTES } from './routes';
-const NO_EXCLUDE: readonly string[] = [];
 /** Hop-by-hop headers (RFC 9110 §7.6.1) plus what undici sets itself; headers named in `Connection:` are dropped too. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
 /** Errors that mean the instance could not be reached at all: retried elsewhere, and the instance cools down. */

@@ -21,7 +21,8 @@ export interface SlotsOptions {
   random?: () => number;
 }
 
-const NO_EXCLUDE: readonly string[] = [];
+/** No instance excluded: one shared empty list, not one per request. */
+export const NO_EXCLUDE: readonly string[] = [];
 
 interface BatchItem {
   op: BatchOp;
